@@ -1,0 +1,64 @@
+"""`cxlredis-server [path/to.conf] [--option value ...]`, like redis-server."""
+import asyncio
+import logging
+import sys
+
+from . import __version__
+from ._store import ArenaError
+from .config import Config, ConfigError
+
+USAGE = """Usage: cxlredis-server [/path/to/cxlredis.conf] [options]
+       cxlredis-server -v or --version
+       cxlredis-server -h or --help
+
+Every option of conf/cxlredis.conf can be given as --name value, e.g.
+       cxlredis-server --port 7777 --arena-size 4gb
+       cxlredis-server /etc/cxlredis/cxlredis.conf --loglevel verbose
+With no configuration file the embedded defaults apply: 127.0.0.1:6379 and a
+1 GiB arena in a /dev/shm file named after the port."""
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if argv[:1] in (["-v"], ["--version"]):
+        print(f"cxlredis server v={__version__}")
+        return 0
+    try:
+        config = Config.load(argv)
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 1
+    # Imported late so --help works before the Cython core is built.
+    from .server import Server, setup_logging
+    setup_logging(config)
+    log = logging.getLogger("cxlredis")
+    log.notice("cxlredis %s starting, pid=%d", __version__, __import__("os").getpid())
+    if config.path is None:
+        log.warning("no config file specified, using the default config. "
+                    "In order to specify a config file use cxlredis-server /path/to/cxlredis.conf")
+    try:
+        import uvloop
+    except ImportError:
+        uvloop = None
+        log.warning("uvloop is not installed; running on the stock asyncio loop")
+    try:
+        server = Server(config)
+    except ArenaError as e:
+        log.warning("Fatal: %s", e)
+        print(f"Fatal: {e}", file=sys.stderr)
+        return 1
+    runner = uvloop.run if uvloop is not None else asyncio.run
+    try:
+        runner(server.run())
+    except SystemExit as e:
+        log.warning("%s", e)
+        server.store.close(clean=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+"""Server commands: INFO, CONFIG *, COMMAND *, TIME, LASTSAVE, SHUTDOWN, FUNCTION FLUSH, DEBUG."""
+import time
+
+from .. import errors, metrics
+from .._store import glob_match
+from ..config import ConfigSetError
+from ..errors import CommandError
+from . import COMMANDS, all_specs
+from .args import upper
+from .connection import reply_help
+
+
+def cmd_info(c, argv):
+    sections = [bytes(a).decode("utf-8", "replace").lower() for a in argv[1:]]
+    c.reply.verbatim(metrics.info(c.server, sections))
+
+
+# --- CONFIG -------------------------------------------------------------
+def cmd_config_get(c, argv):
+    patterns = [bytes(a).decode("utf-8", "replace") for a in argv[2:]]
+    pairs = c.server.config.get(patterns)
+    c.reply.map(len(pairs))
+    for name, value in pairs:
+        c.reply.bulk(name)
+        c.reply.bulk(value)
+
+
+def cmd_config_set(c, argv):
+    if len(argv) % 2 != 0:
+        raise CommandError("ERR wrong number of arguments for 'config|set' command")
+    pairs = [(bytes(argv[i]).decode("utf-8", "replace"), bytes(argv[i + 1]).decode("utf-8", "replace"))
+             for i in range(2, len(argv), 2)]
+    try:
+        c.server.config.set(pairs)
+    except ConfigSetError as e:
+        raise CommandError(str(e)) from None
+    c.reply.ok()
+
+
+def cmd_config_resetstat(c, argv):
+    c.server.stats.reset()
+    c.store.reset_stats()
+    c.reply.ok()
+
+
+def cmd_config_rewrite(c, argv):
+    try:
+        c.server.config.rewrite()
+    except ConfigSetError as e:
+        raise CommandError(str(e)) from None
+    c.reply.ok()
+
+
+CONFIG_HELP = (
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Print this help.",
+)
+
+
+def cmd_config_help(c, argv):
+    reply_help(c, CONFIG_HELP)
+
+
+# --- COMMAND ------------------------------------------------------------
+def cmd_command(c, argv):
+    specs = list(COMMANDS.values())
+    c.reply.array(len(specs))
+    for spec in specs:
+        reply_command_info(c, spec)
+
+
+def cmd_command_count(c, argv):
+    c.reply.integer(len(COMMANDS))
+
+
+def cmd_command_list(c, argv):
+    names = [spec.name for spec in all_specs()]
+    if len(argv) > 2:
+        if len(argv) != 5 or upper(argv[2]) != "FILTERBY":
+            raise CommandError(errors.SYNTAX)
+        kind, value = upper(argv[3]), bytes(argv[4]).decode("utf-8", "replace")
+        if kind == "PATTERN":
+            names = [n for n in names if glob_match(value.encode(), n.encode(), True)]
+        elif kind == "ACLCAT":
+            specs = {spec.name: spec for spec in all_specs()}
+            names = [n for n in names if value.lower() in specs[n].acl_categories]
+        elif kind == "MODULE":
+            names = []
+        else:
+            raise CommandError(errors.SYNTAX)
+    c.reply.array(len(names))
+    for name in names:
+        c.reply.bulk(name)
+
+
+def cmd_command_info(c, argv):
+    if len(argv) == 2:
+        cmd_command(c, argv)
+        return
+    c.reply.array(len(argv) - 2)
+    for arg in argv[2:]:
+        spec = find_spec(arg)
+        if spec is None:
+            c.reply.null_array()
+        else:
+            reply_command_info(c, spec)
+
+
+def cmd_command_docs(c, argv):
+    if len(argv) == 2:
+        specs = list(COMMANDS.values())
+    else:
+        specs = [s for s in (find_spec(a) for a in argv[2:]) if s is not None]
+    c.reply.map(len(specs))
+    for spec in specs:
+        c.reply.bulk(spec.name)
+        reply_command_docs(c, spec)
+
+
+def cmd_command_getkeys(c, argv):
+    target = argv[2:]
+    spec = find_spec(target[0])
+    if spec is not None and spec.subcommands and len(target) >= 2:
+        spec = spec.subcommands.get(bytes(target[1]).decode("utf-8", "replace").lower())
+    if spec is None:
+        raise CommandError("ERR Invalid command specified")
+    if (spec.arity > 0 and len(target) != spec.arity) or len(target) < -spec.arity:
+        raise CommandError("ERR Invalid number of arguments specified for command")
+    keys = key_positions(spec, len(target))
+    if not keys:
+        raise CommandError("ERR The command has no key arguments")
+    c.reply.array(len(keys))
+    for i in keys:
+        c.reply.bulk(target[i])
+
+
+def key_positions(spec, argc):
+    """Argument indexes of keys, from the legacy (first, last, step) triple."""
+    if spec.first_key <= 0:
+        return []
+    last = spec.last_key if spec.last_key >= 0 else argc + spec.last_key
+    return list(range(spec.first_key, min(last, argc - 1) + 1, spec.key_step or 1))
+
+
+COMMAND_HELP = (
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all Redis commands.",
+    "COUNT",
+    "    Return the total number of commands in this Redis server.",
+    "LIST",
+    "    Return a list of all commands in this Redis server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
+    "HELP",
+    "    Print this help.",
+)
+
+
+def cmd_command_help(c, argv):
+    reply_help(c, COMMAND_HELP)
+
+
+def find_spec(arg):
+    """A command or "container|sub" name as COMMAND INFO/DOCS accept it."""
+    name = bytes(arg).decode("utf-8", "replace").lower()
+    container, _, sub = name.partition("|")
+    spec = COMMANDS.get(container)
+    if spec is not None and sub:
+        spec = spec.subcommands.get(sub)
+    return spec
+
+
+def reply_command_info(c, spec):
+    r = c.reply
+    r.array(10)
+    r.bulk(spec.name)
+    r.integer(spec.arity)
+    r.set(len(spec.flags))
+    for flag in spec.flags:
+        r.simple(flag)
+    r.integer(spec.first_key)
+    r.integer(spec.last_key)
+    r.integer(spec.key_step)
+    categories = spec.acl_categories
+    r.set(len(categories))
+    for cat in categories:
+        r.simple("@" + cat)
+    r.set(len(spec.tips))
+    for tip in spec.tips:
+        r.bulk(tip)
+    r.set(len(spec.key_specs))
+    for ks in spec.key_specs:
+        r.map(4 if ks.notes else 3)
+        if ks.notes:
+            r.bulk("notes")
+            r.bulk(ks.notes)
+        r.bulk("flags")
+        r.set(len(ks.flags))
+        for flag in ks.flags:
+            r.simple(flag)
+        r.bulk("begin_search")
+        r.map(2)
+        r.bulk("type")
+        r.bulk("index")
+        r.bulk("spec")
+        r.map(1)
+        r.bulk("index")
+        r.integer(ks.index)
+        r.bulk("find_keys")
+        r.map(2)
+        r.bulk("type")
+        r.bulk("range")
+        r.bulk("spec")
+        r.map(3)
+        r.bulk("lastkey")
+        r.integer(ks.last_key)
+        r.bulk("keystep")
+        r.integer(ks.key_step)
+        r.bulk("limit")
+        r.integer(ks.limit)
+    if spec.subcommands:
+        r.array(len(spec.subcommands))
+        for sub in spec.subcommands.values():
+            reply_command_info(c, sub)
+    else:
+        r.set(0)
+
+
+def reply_command_docs(c, spec):
+    r = c.reply
+    r.map(5 if spec.subcommands else 4)
+    for field in ("summary", "since", "group", "complexity"):
+        r.bulk(field)
+        r.bulk(getattr(spec, field))
+    if spec.subcommands:
+        r.bulk("subcommands")
+        r.map(len(spec.subcommands))
+        for sub in spec.subcommands.values():
+            r.bulk(sub.name)
+            reply_command_docs(c, sub)
+
+
+# --- the rest -------------------------------------------------------------
+def cmd_time(c, argv):
+    now = time.time_ns() // 1000
+    c.reply.array(2)
+    c.reply.bulk(str(now // 1_000_000))
+    c.reply.bulk(str(now % 1_000_000))
+
+
+def cmd_lastsave(c, argv):
+    c.reply.integer(c.server.lastsave)
+
+
+def cmd_shutdown(c, argv):
+    for arg in argv[1:]:
+        if upper(arg) not in ("NOSAVE", "SAVE", "NOW", "FORCE", "ABORT"):
+            raise CommandError(errors.SYNTAX)
+    if any(upper(a) == "ABORT" for a in argv[1:]):
+        raise CommandError("ERR No shutdown in progress.")
+    c.server.check_shutdown_allowed()
+    # Redis closes the caller's connection without a reply on success.
+    c.server.request_shutdown("User requested shutdown")
+
+
+def cmd_function_flush(c, argv):
+    # No scripting engine here: there are no functions to delete.
+    if len(argv) > 3 or (len(argv) == 3 and upper(argv[2]) not in ("ASYNC", "SYNC")):
+        raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+    c.reply.ok()
+
+
+DEBUG_HELP = (
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ARENA-CHECK",
+    "    Check every structure of the arena (index, allocator, LRU lists, counters);",
+    "    returns the list of problems found, empty when consistent.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "HELP",
+    "    Print this help.",
+)
+
+
+def cmd_debug(c, argv):
+    sub = upper(argv[1])
+    if sub == "HELP":
+        reply_help(c, DEBUG_HELP)
+    elif sub == "SLEEP" and len(argv) == 3:
+        try:
+            seconds = float(bytes(argv[2]))
+        except ValueError:
+            seconds = 0.0  # Redis uses strtod and sleeps 0 on junk
+        time.sleep(max(seconds, 0.0))  # blocks the whole server on purpose, like Redis
+        c.reply.ok()
+    elif sub == "ARENA-CHECK" and len(argv) == 2:
+        problems = c.store.check()
+        c.reply.array(len(problems))
+        for p in problems:
+            c.reply.bulk(p)
+    else:
+        raise CommandError(errors.unknown_subcommand(errors._clip(argv[1], 128), "DEBUG"))

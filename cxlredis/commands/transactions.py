@@ -1,0 +1,69 @@
+"""MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+
+WATCH records each key's arena generation (0 when absent); every change of an
+entry — write, delete, expiry, rename, flush — gives the key another
+generation, so EXEC aborts exactly when a watched key was touched, whichever
+client (or expiry) touched it.
+"""
+from .. import dispatch, errors
+from ..slots import release_slots
+from ..errors import CommandError
+
+
+def cmd_multi(c, argv):
+    if c.multi is not None:
+        raise CommandError(errors.MULTI_NESTED)
+    c.multi = []
+    c.multi_dirty = False
+    c.reply.ok()
+
+
+def cmd_exec(c, argv):
+    if c.multi is None:
+        raise CommandError(errors.EXEC_WITHOUT_MULTI)
+    queued, dirty = c.multi, c.multi_dirty
+    c.multi = None
+    c.multi_dirty = False
+    try:
+        if dirty:
+            raise CommandError(errors.EXECABORT)
+        if watched_keys_changed(c):
+            c.reply.null_array()
+            return
+        c.reply.array(len(queued))
+        for argv_queued in queued:
+            spec, _ = dispatch.lookup(argv_queued)
+            dispatch.call(c, spec, argv_queued)
+    finally:
+        c.watched.clear()
+        for argv_queued in queued:
+            release_slots(argv_queued)
+
+
+def watched_keys_changed(c):
+    store = c.store
+    return any(store.key_generation(db, key) != generation
+               for (db, key), generation in c.watched.items())
+
+
+def cmd_discard(c, argv):
+    if c.multi is None:
+        raise CommandError(errors.DISCARD_WITHOUT_MULTI)
+    c.discard_multi()
+    c.watched.clear()
+    c.reply.ok()
+
+
+def cmd_watch(c, argv):
+    if c.multi is not None:
+        raise CommandError(errors.WATCH_INSIDE_MULTI)
+    for key in argv[1:]:
+        key = bytes(key)
+        if (c.db, key) not in c.watched:
+            c.watched[(c.db, key)] = c.store.key_generation(c.db, key)
+    c.reply.ok()
+
+
+def cmd_unwatch(c, argv):
+    c.watched.clear()
+    c.reply.ok()

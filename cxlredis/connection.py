@@ -1,0 +1,211 @@
+"""One client connection: bytes in → parser → dispatch → reply writer → transport.
+
+The protocol is an asyncio BufferedProtocol so the kernel copies socket bytes
+straight into the parser's buffer, or, for a large value argument, straight
+into the arena slot that will hold the value (invariant: no Python copy of a
+large value). Replies that reference arena memory pin their entry until the
+transport has flushed them (DESIGN.md invariant 2).
+"""
+import asyncio
+import logging
+import time
+
+from . import dispatch
+from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser
+from ._store import OutOfMemory
+from .commands import COMMANDS
+from .slots import SlotArg, release_slots
+
+log = logging.getLogger("cxlredis")
+
+# Stop reading from a client while this much reply data waits in its
+# transport: a client that pipelines GETs without reading back must not make
+# the server buffer without bound.
+OUTPUT_BACKPRESSURE = 8 << 20
+
+
+class Client(asyncio.BufferedProtocol):
+    """Per-connection state, as CLIENT LIST shows it, plus the I/O plumbing."""
+
+    def __init__(self, server):
+        self.server = server
+        self.store = server.store
+        cfg = server.config
+        self.parser = RequestParser(cfg["proto-max-bulk-len"], cfg["large-value-threshold"],
+                                    cfg["client-query-buffer-limit"])
+        self.reply = ReplyWriter(2, cfg["large-value-threshold"])
+        self.transport = None
+        self.id = 0
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        self.addr = self.laddr = ""
+        self.fd = -1
+        self.created = self.last_interaction = time.monotonic()
+        self.db = 0
+        self.protocol = 2
+        self.multi = None            # queued argv lists while in MULTI
+        self.multi_dirty = False     # an error while queueing: EXEC answers EXECABORT
+        self.watched = {}            # (db, key) → generation when WATCHed
+        self.reply_mode = "on"       # CLIENT REPLY on|off|skip
+        self.no_evict = False
+        self.last_command = "NULL"
+        self.closing = False
+        self.killed = False
+        self.reading_paused = False
+        self.inflight_pins = []      # arena entries referenced by replies the transport still holds
+
+    # --- asyncio protocol ------------------------------------------------
+    def connection_made(self, transport):
+        self.transport = transport
+        # high=0/low=0: pause_writing fires whenever anything is left unsent and
+        # resume_writing exactly when everything is flushed — our unpin signal.
+        transport.set_write_buffer_limits(high=0, low=0)
+        sock = transport.get_extra_info("socket")
+        self.fd = sock.fileno() if sock is not None else -1
+        self.laddr = _format_addr(transport.get_extra_info("sockname"))
+        # A unix-socket peer has no name of its own; Redis shows the socket path.
+        self.addr = _format_addr(transport.get_extra_info("peername")) or self.laddr
+        self.server.client_connected(self)
+
+    def connection_lost(self, exc):
+        self.closing = True
+        self.parser.drop_target()
+        self.release_pending_slot()
+        self.discard_multi()
+        self._unpin_all()
+        self.server.client_disconnected(self)
+
+    def get_buffer(self, sizehint):
+        return self.parser.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes):
+        self.server.stats.net_input_bytes += nbytes
+        self.last_interaction = time.monotonic()
+        self.parser.buffer_updated(nbytes)
+        self.process()
+
+    def eof_received(self):
+        return False
+
+    def pause_writing(self):
+        if not self.reading_paused and self.transport.get_write_buffer_size() > OUTPUT_BACKPRESSURE:
+            self.reading_paused = True
+            self.transport.pause_reading()
+
+    def resume_writing(self):
+        self._unpin_all()
+        if self.reading_paused and not self.closing:
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    # --- the request loop ------------------------------------------------
+    def process(self):
+        while not self.closing:
+            try:
+                argv = self.parser.next_command()
+            except ProtocolError as e:
+                self.reply.error("ERR " + str(e))
+                log.debug("Protocol error (%s) from client: %s", e, self.describe())
+                self.close_after_reply()
+                break
+            except QueryBufferLimit:
+                log.warning("Closing client that reached max query buffer length: %s", self.describe())
+                self.close()
+                break
+            if argv is None:
+                wanted = self.parser.wants_target
+                if not wanted:
+                    break
+                self._supply_target(wanted)
+                continue
+            self.server.stats.total_commands_processed += 1
+            dispatch.dispatch(self, argv)
+            if self.multi is None:
+                release_slots(argv)
+        self.flush()
+
+    def _supply_target(self, length):
+        """Receive a large argument into an arena slot when it will be stored, else a bytearray."""
+        pending = self.parser.pending_args
+        spec = COMMANDS.get(bytes(pending[0]).lower()) if pending else None
+        if spec is not None and spec.is_value_arg(len(pending)):
+            key_cap = max((len(a) for a in pending[1:]), default=0)
+            try:
+                off = self.store.reserve(length, key_cap)
+            except OutOfMemory:
+                pass  # the command will meet the OOM itself; keep the bytes on the heap meanwhile
+            else:
+                self.parser.set_target(self.store.slot(off), SlotArg(self.store, off, length))
+                return
+        target = bytearray(length)
+        self.parser.set_target(target, target)
+
+    def release_pending_slot(self):
+        for arg in self.parser.pending_args:
+            if isinstance(arg, SlotArg):
+                arg.release()
+
+    def flush(self):
+        if self.transport is None or self.transport.is_closing() and not self.closing:
+            return
+        if self.reply.pending:
+            before = self.transport.get_write_buffer_size()
+            self.inflight_pins.extend(self.reply.flush(self.transport))
+            self.server.stats.net_output_bytes += self.transport.get_write_buffer_size() - before
+        if self.inflight_pins and self.transport.get_write_buffer_size() == 0:
+            self._unpin_all()
+
+    def _unpin_all(self):
+        pins, self.inflight_pins = self.inflight_pins, []
+        for off in pins:
+            self.store.unpin(off)
+
+    # --- helpers for handlers ------------------------------------------
+    def store_value(self, key, value, expire_at=-1, keep_ttl=False):
+        """Store a string value under key in the current db, zero-copy when it arrived in a slot."""
+        if isinstance(value, SlotArg):
+            return value.commit(self.db, key, expire_at, keep_ttl)
+        return self.store.set(self.db, key, value, expire_at, 0, keep_ttl)
+
+    def reply_entry(self, off):
+        """Reply with an arena entry's value: a view of the slot when large, pinned until sent."""
+        view = self.store.view(off)
+        if len(view) >= self.server.large_threshold:
+            self.store.pin(off)
+            self.reply.pinned_bulk(view, off)
+        else:
+            self.reply.bulk(view)
+
+    def set_protocol(self, protover):
+        self.protocol = protover
+        self.reply.protocol = protover
+
+    def discard_multi(self):
+        if self.multi is not None:
+            for argv in self.multi:
+                release_slots(argv)
+        self.multi = None
+        self.multi_dirty = False
+
+    def close_after_reply(self):
+        self.closing = True
+        self.flush()
+        self.transport.close()
+
+    def close(self):
+        self.closing = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def describe(self):
+        return f"id={self.id} addr={self.addr} laddr={self.laddr} name={self.name.decode('utf-8', 'replace')}"
+
+
+def _format_addr(addr):
+    if not addr:
+        return ""
+    if isinstance(addr, str):
+        return f"{addr}:0"
+    host, port = addr[0], addr[1]
+    return f"{host}:{port}"

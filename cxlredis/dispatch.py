@@ -1,0 +1,110 @@
+"""Command dispatch, in the order of Redis's processCommand.
+
+lookup (unknown command / subcommand) → arity → MULTI queueing → handler,
+timed, with per-command calls/usec/rejected/failed counters and per-prefix
+error counters (INFO commandstats / errorstats). Authentication and ACL
+checks slot in after the arity check; OOM is raised by the arena at the
+moment a write needs room (it evicts first, per maxmemory-policy).
+"""
+import logging
+import time
+
+from . import errors
+from ._store import OutOfMemory
+from .commands import COMMANDS
+from .errors import CommandError
+
+log = logging.getLogger("cxlredis")
+
+# Commands that run immediately even inside MULTI, as in Redis.
+_NOT_QUEUED = frozenset(("exec", "discard", "multi", "watch", "quit", "reset"))
+
+
+def lookup(argv):
+    """Return (spec, error): the spec for argv, or the exact error Redis gives."""
+    name = bytes(argv[0]).lower().decode("utf-8", "replace")
+    spec = COMMANDS.get(name)
+    if spec is None:
+        return None, errors.unknown_command(argv)
+    if spec.subcommands and len(argv) >= 2:
+        sub = spec.subcommands.get(bytes(argv[1]).lower().decode("utf-8", "replace"))
+        if sub is None:
+            return None, errors.unknown_subcommand(errors._clip(argv[1], 128), bytes(argv[0]).decode())
+        spec = sub
+    arity = spec.arity
+    if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
+        return None, errors.wrong_arity(spec.name)
+    return spec, None
+
+
+def dispatch(c, argv):
+    spec, error = lookup(argv)
+    if error is not None:
+        if c.multi is not None:
+            c.multi_dirty = True
+        reject(c, spec, error)
+        return
+    if c.multi is not None and spec.name not in _NOT_QUEUED:
+        if "no_multi" in spec.flags:
+            c.multi_dirty = True
+            reject(c, spec, "ERR Command not allowed inside a transaction")
+            return
+        c.multi.append(argv)
+        c.reply.simple("QUEUED")
+        return
+    call(c, spec, argv)
+
+
+def reject(c, spec, error):
+    """An error before the command ran (Redis counts it as rejected_calls)."""
+    stats = c.server.stats
+    if spec is not None:
+        stats.command(spec.name)[2] += 1
+    stats.error(error)
+    with_reply_mode(c, lambda: c.reply.error(error))
+
+
+def call(c, spec, argv):
+    """Run one command's handler (also used by EXEC for queued commands)."""
+    c.last_command = spec.name
+    counters = c.server.stats.command(spec.name)
+    mark = c.reply.mark()
+    start = time.perf_counter_ns()
+    try:
+        if c.reply_mode == "on":
+            spec.handler(c, argv)
+        else:
+            with_reply_mode(c, lambda: spec.handler(c, argv))
+    except (CommandError, OutOfMemory) as e:
+        text = errors.OOM if isinstance(e, OutOfMemory) else str(e)
+        _unpin(c, c.reply.rollback(mark))
+        counters[3] += 1
+        c.server.stats.error(text)
+        with_reply_mode(c, lambda: c.reply.error(text))
+    except Exception as e:  # a bug in a handler must not take the server down
+        log.exception("Internal error in '%s'", spec.name)
+        _unpin(c, c.reply.rollback(mark))
+        counters[3] += 1
+        text = f"ERR internal error in '{spec.name}': {type(e).__name__}"
+        c.server.stats.error(text)
+        c.reply.error(text)
+    elapsed_us = (time.perf_counter_ns() - start) // 1000
+    counters[0] += 1
+    counters[1] += elapsed_us
+
+
+def with_reply_mode(c, write):
+    """Honour CLIENT REPLY OFF/SKIP: run write() and drop what it replied."""
+    if c.reply_mode == "on":
+        write()
+        return
+    mark = c.reply.mark()
+    write()
+    _unpin(c, c.reply.rollback(mark))
+    if c.reply_mode == "skip":
+        c.reply_mode = "on"
+
+
+def _unpin(c, tokens):
+    for off in tokens:
+        c.store.unpin(off)

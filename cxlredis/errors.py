@@ -1,0 +1,63 @@
+"""Error replies, with Redis 7's exact texts.
+
+A handler raises CommandError(text); the dispatcher writes `-<text>` and
+counts the error under its prefix (the first word) in INFO errorstats.
+"""
+
+
+class CommandError(Exception):
+    """A command failed; str(self) is the reply text without the leading '-'."""
+
+    @property
+    def prefix(self):
+        return str(self).split(" ", 1)[0]
+
+
+SYNTAX = "ERR syntax error"
+WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
+NOT_INTEGER = "ERR value is not an integer or out of range"
+NOT_FLOAT = "ERR value is not a valid float"
+OVERFLOW = "ERR increment or decrement would overflow"
+NO_SUCH_KEY = "ERR no such key"
+DB_INDEX_OUT_OF_RANGE = "ERR DB index is out of range"
+INVALID_DB_INDEX = "ERR invalid DB index"
+OOM = "OOM command not allowed when used memory > 'maxmemory'."
+NOT_POSITIVE = "ERR value is out of range, must be positive"
+OFFSET_OUT_OF_RANGE = "ERR offset is out of range"
+STRING_TOO_LONG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+INCRFLOAT_NAN_INF = "ERR increment would produce NaN or Infinity"
+SAME_OBJECT = "ERR source and destination objects are the same"
+MULTI_NESTED = "ERR MULTI calls can not be nested"
+EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
+DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
+WATCH_INSIDE_MULTI = "ERR WATCH inside MULTI is not allowed"
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+NOPROTO = "NOPROTO unsupported protocol version"
+
+
+def wrong_arity(fullname):
+    return f"ERR wrong number of arguments for '{fullname}' command"
+
+
+def invalid_expire(command):
+    return f"ERR invalid expire time in '{command}' command"
+
+
+def unknown_subcommand(subcommand, container):
+    return f"ERR unknown subcommand '{_clip(subcommand, 128)}'. Try {container.upper()} HELP."
+
+
+def unknown_command(argv):
+    """Redis quotes up to ~128 characters of the arguments after the name."""
+    args = ""
+    for arg in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += "'" + _clip(arg, 128 - len(args)) + "' "
+    return f"ERR unknown command '{_clip(argv[0], 128)}', with args beginning with: {args}"
+
+
+def _clip(arg, limit):
+    if not isinstance(arg, (bytes, bytearray)):
+        arg = bytes(arg[:limit]) if len(arg) > limit else bytes(arg)
+    return arg[:limit].decode("utf-8", "replace")

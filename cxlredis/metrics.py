@@ -1,0 +1,232 @@
+"""INFO sections, built from the same counters the Prometheus exporter will read.
+
+Field names follow Redis 7.0 where a field means the same thing, so tools
+that parse INFO (redis-cli, exporters, valkey-glide, LMCache) keep working;
+the `arena` section is ours.
+"""
+import os
+import platform
+import resource
+import sys
+import time
+
+from . import __version__
+
+DEFAULT_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+                    "modules", "errorstats", "cluster", "keyspace", "arena")
+ALL_SECTIONS = DEFAULT_SECTIONS + ("commandstats",)
+
+
+def info(server, requested):
+    if not requested or requested == ["default"]:
+        names = DEFAULT_SECTIONS
+    elif "all" in requested or "everything" in requested:
+        names = ALL_SECTIONS
+    else:
+        wanted = set(requested)
+        if "default" in wanted:
+            wanted.update(DEFAULT_SECTIONS)
+        names = [n for n in ALL_SECTIONS if n in wanted]
+    parts = []
+    for name in names:
+        lines = SECTIONS[name](server)
+        title = "CPU" if name == "cpu" else name.capitalize()
+        parts.append(f"# {title}\r\n"
+                     + "".join(f"{k}:{v}\r\n" for k, v in lines))
+    return "\r\n".join(parts)
+
+
+def human_bytes(n):
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f}{unit}"
+    return f"{n}B"
+
+
+def _server(s):
+    now = time.time()
+    uptime = s.uptime()
+    return [
+        ("redis_version", s.version),
+        ("cxlredis_version", __version__),
+        ("redis_git_sha1", "00000000"),
+        ("redis_git_dirty", 0),
+        ("redis_build_id", "0"),
+        ("redis_mode", "standalone"),
+        ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
+        ("arch_bits", 64 if sys.maxsize > 2 ** 32 else 32),
+        ("monotonic_clock", "POSIX clock_gettime"),
+        ("multiplexing_api", "epoll"),
+        ("python_version", platform.python_version()),
+        ("process_id", s.pid),
+        ("process_supervised", "no"),
+        ("run_id", s.run_id),
+        ("tcp_port", s.config["port"]),
+        ("server_time_usec", int(now * 1_000_000)),
+        ("uptime_in_seconds", uptime),
+        ("uptime_in_days", uptime // 86400),
+        ("hz", s.config["hz"]),
+        ("configured_hz", s.config["hz"]),
+        ("executable", os.path.abspath(sys.argv[0])),
+        ("config_file", s.config.path or ""),
+        ("io_threads_active", 0),
+    ]
+
+
+def _clients(s):
+    return [
+        ("connected_clients", len(s.clients)),
+        ("cluster_connections", 0),
+        ("maxclients", s.config["maxclients"]),
+        ("client_recent_max_input_buffer", max((c.parser.buffered for c in s.clients.values()), default=0)),
+        ("client_recent_max_output_buffer", max((c.reply.pending for c in s.clients.values()), default=0)),
+        ("blocked_clients", 0),
+        ("tracking_clients", 0),
+        ("clients_in_timeout_table", 0),
+    ]
+
+
+def _rss_bytes():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def _memory(s):
+    st = s.store.stats()
+    used = st["used_memory"]
+    rss = _rss_bytes()
+    maxmemory = s.store.maxmemory
+    return [
+        ("used_memory", used),
+        ("used_memory_human", human_bytes(used)),
+        ("used_memory_rss", rss),
+        ("used_memory_rss_human", human_bytes(rss)),
+        ("used_memory_dataset", st["used_memory_dataset"]),
+        ("total_system_memory", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")),
+        ("total_system_memory_human", human_bytes(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))),
+        ("maxmemory", maxmemory),
+        ("maxmemory_human", human_bytes(maxmemory)),
+        ("maxmemory_policy", s.config["maxmemory-policy"]),
+        ("mem_fragmentation_ratio", f"{st['fragmentation']:.2f}"),
+        ("mem_allocator", "cxlredis-arena"),
+    ]
+
+
+def _persistence(s):
+    return [
+        ("loading", 0),
+        ("async_loading", 0),
+        ("arena_recovery", s.store.recovery),
+        ("rdb_changes_since_last_save", 0),
+        ("rdb_bgsave_in_progress", 0),
+        ("rdb_last_save_time", s.lastsave),
+        ("rdb_last_bgsave_status", "ok"),
+        ("aof_enabled", 0),
+        ("aof_rewrite_in_progress", 0),
+    ]
+
+
+def _stats(s):
+    st = s.store.stats()
+    stats = s.stats
+    return [
+        ("total_connections_received", stats.total_connections_received),
+        ("total_commands_processed", stats.total_commands_processed),
+        ("total_net_input_bytes", stats.net_input_bytes),
+        ("total_net_output_bytes", stats.net_output_bytes),
+        ("rejected_connections", stats.rejected_connections),
+        ("expired_keys", st["expired_keys"]),
+        ("evicted_keys", st["evicted_keys"]),
+        ("keyspace_hits", st["keyspace_hits"]),
+        ("keyspace_misses", st["keyspace_misses"]),
+        ("pubsub_channels", 0),
+        ("pubsub_patterns", 0),
+        ("total_error_replies", stats.total_error_replies),
+    ]
+
+
+def _replication(s):
+    return [
+        ("role", "master"),
+        ("connected_slaves", 0),
+        ("master_failover_state", "no-failover"),
+        ("master_replid", s.run_id),
+        ("master_replid2", "0" * 40),
+        ("master_repl_offset", 0),
+        ("second_repl_offset", -1),
+        ("repl_backlog_active", 0),
+    ]
+
+
+def _cpu(s):
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [
+        ("used_cpu_sys", f"{me.ru_stime:.6f}"),
+        ("used_cpu_user", f"{me.ru_utime:.6f}"),
+        ("used_cpu_sys_children", f"{kids.ru_stime:.6f}"),
+        ("used_cpu_user_children", f"{kids.ru_utime:.6f}"),
+    ]
+
+
+def _errorstats(s):
+    return [(f"errorstat_{prefix}", f"count={n}") for prefix, n in sorted(s.stats.errors.items())]
+
+
+def _commandstats(s):
+    lines = []
+    for name, (calls, usec, rejected, failed) in sorted(s.stats.commands.items()):
+        per_call = usec / calls if calls else 0.0
+        lines.append((f"cmdstat_{name}", f"calls={calls},usec={usec},usec_per_call={per_call:.2f},"
+                                         f"rejected_calls={rejected},failed_calls={failed}"))
+    return lines
+
+
+def _keyspace(s):
+    store = s.store
+    lines = []
+    for db in range(s.config["databases"]):
+        keys = store.dbsize(db)
+        if keys:
+            lines.append((f"db{db}", f"keys={keys},expires={store.db_expires(db)},avg_ttl=0"))
+    return lines
+
+
+def _arena(s):
+    st = s.store.stats()
+    lines = [
+        ("arena_path", s.arena_path),
+        ("arena_backing", _backing_kind(s.arena_path)),
+        ("arena_size", s.store.size),
+        ("arena_recovery", s.store.recovery),
+        ("arena_dropped_entries", s.store.dropped_entries),
+    ]
+    lines += [(f"arena_{k}", f"{v:.4f}" if isinstance(v, float) else v)
+              for k, v in st.items() if k not in ("maxmemory", "policy")]
+    return lines
+
+
+def _backing_kind(path):
+    if path.startswith("/dev/dax"):
+        return "devdax"
+    if path.startswith("/dev/shm/"):
+        return "shm"
+    try:
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return "file"
+    best = max((m for m in mounts if path.startswith(m[1].rstrip("/") + "/")),
+               key=lambda m: len(m[1]), default=None)
+    return best[2] if best else "file"
+
+
+SECTIONS = {
+    "server": _server, "clients": _clients, "memory": _memory, "persistence": _persistence,
+    "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": lambda s: [],
+    "errorstats": _errorstats, "cluster": lambda s: [("cluster_enabled", 0)],
+    "keyspace": _keyspace, "commandstats": _commandstats, "arena": _arena,
+}

@@ -1,0 +1,253 @@
+"""The server process: listeners, shared state, background cron, shutdown.
+
+`Server` holds what every connection shares (config, arena, clients, stats);
+`serve()` runs it on the current event loop until SHUTDOWN or a signal.
+"""
+import asyncio
+import logging
+import os
+import secrets
+import signal
+import socket
+import tempfile
+import time
+
+from . import REDIS_COMPAT_VERSION
+from ._store import Arena
+from .connection import Client
+from .errors import CommandError
+
+log = logging.getLogger("cxlredis")
+
+
+class Stats:
+    """Counters for INFO stats / commandstats / errorstats (reset by CONFIG RESETSTAT)."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.total_connections_received = 0
+        self.total_commands_processed = 0
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        self.rejected_connections = 0
+        self.total_error_replies = 0
+        self.commands = {}   # name → [calls, usec, rejected_calls, failed_calls]
+        self.errors = {}     # error prefix → count
+
+    def command(self, name):
+        counters = self.commands.get(name)
+        if counters is None:
+            counters = self.commands[name] = [0, 0, 0, 0]
+        return counters
+
+    def error(self, text):
+        prefix = text.split(" ", 1)[0]
+        self.errors[prefix] = self.errors.get(prefix, 0) + 1
+        self.total_error_replies += 1
+
+
+def default_arena_path(port):
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    return os.path.join(base, f"cxlredis-{port}.arena")
+
+
+class Server:
+    def __init__(self, config):
+        self.config = config
+        self.pid = os.getpid()
+        self.run_id = secrets.token_hex(20)
+        self.start_time = time.time()
+        self.lastsave = int(self.start_time)
+        self.stats = Stats()
+        self.clients = {}
+        self.next_client_id = 1
+        self.listeners = []
+        self.shutdown_requested = None
+        self.large_threshold = config["large-value-threshold"]
+        self.arena_path = config["arena-path"] or default_arena_path(config["port"])
+        self.store = Arena(
+            self.arena_path, config["arena-size"], databases=config["databases"],
+            reset=config["arena-reset"], hugepages=config["arena-hugepages"],
+            prefault=config["arena-prefault"], numa_node=config["arena-numa-node"])
+        self.apply_maxmemory(config["maxmemory"])
+        self.store.policy = config["maxmemory-policy"]
+        self.store.maxmemory_samples = config["maxmemory-samples"]
+        self._watch_config()
+
+    # --- configuration applied at runtime ----------------------------
+    def apply_maxmemory(self, value):
+        """maxmemory 0 means 90% of the arena: the arena itself is the hard bound."""
+        self.store.maxmemory = value or int(self.config["arena-size"] * 0.9)
+
+    def _watch_config(self):
+        cfg = self.config
+        cfg.on_change("maxmemory", self.apply_maxmemory)
+        cfg.on_change("maxmemory-policy", lambda v: setattr(self.store, "policy", v))
+        cfg.on_change("maxmemory-samples", lambda v: setattr(self.store, "maxmemory_samples", v))
+        cfg.on_change("loglevel", set_log_level)
+        cfg.on_change("large-value-threshold", lambda v: setattr(self, "large_threshold", v))
+        for name, attr in (("proto-max-bulk-len", "proto_max_bulk_len"),
+                           ("client-query-buffer-limit", "query_buffer_limit")):
+            cfg.on_change(name, lambda v, attr=attr: [setattr(c.parser, attr, v)
+                                                      for c in self.clients.values()])
+
+    # --- clients -------------------------------------------------------
+    def client_connected(self, client):
+        self.stats.total_connections_received += 1
+        if len(self.clients) >= self.config["maxclients"]:
+            self.stats.rejected_connections += 1
+            client.reply.error("ERR max number of clients reached")
+            client.close_after_reply()
+            return
+        client.id = self.next_client_id
+        self.next_client_id += 1
+        self.clients[client.id] = client
+        if client.fd >= 0 and client.laddr and not client.laddr.startswith("/"):
+            _set_keepalive(client.transport.get_extra_info("socket"), self.config["tcp-keepalive"])
+
+    def client_disconnected(self, client):
+        self.clients.pop(client.id, None)
+
+    # --- lifecycle ----------------------------------------------------
+    def request_shutdown(self, reason):
+        if self.shutdown_requested is None:
+            self.shutdown_requested = reason
+            self._stop.set()
+
+    def check_shutdown_allowed(self):
+        if self.shutdown_requested is not None:
+            raise CommandError("ERR shutdown already in progress")
+
+    async def start(self):
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        cfg = self.config
+        if cfg["port"]:
+            for host in cfg["bind"].split():
+                host = host.lstrip("-")  # "-::1": optional address, as in redis.conf
+                try:
+                    srv = await loop.create_server(lambda: Client(self), host, cfg["port"],
+                                                   backlog=cfg["tcp-backlog"], reuse_address=True)
+                except OSError as e:
+                    raise SystemExit(f"Could not create server TCP listening socket {host}:{cfg['port']}: {e.strerror}")
+                self.listeners.append(srv)
+        if cfg["unixsocket"]:
+            path = cfg["unixsocket"]
+            if os.path.exists(path):
+                os.unlink(path)
+            srv = await loop.create_unix_server(lambda: Client(self), path, backlog=cfg["tcp-backlog"])
+            if cfg["unixsocketperm"]:
+                os.chmod(path, cfg["unixsocketperm"])
+            self.listeners.append(srv)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_shutdown, signal.Signals(sig).name)
+        self._cron_task = asyncio.create_task(self._cron())
+        if cfg["pidfile"]:
+            with open(cfg["pidfile"], "w") as f:
+                f.write(f"{self.pid}\n")
+
+    async def _cron(self):
+        """Active expiry and idle-client timeouts, hz times a second."""
+        while True:
+            await asyncio.sleep(1.0 / self.config["hz"])
+            # An expire step is bounded so a cron tick never stalls clients.
+            self.store.expire_cycle(200)
+            timeout = self.config["timeout"]
+            if timeout:
+                now = time.monotonic()
+                for c in list(self.clients.values()):
+                    if c.multi is None and now - c.last_interaction > timeout:
+                        log.debug("Closing idle client")
+                        c.close()
+
+    async def run(self):
+        await self.start()
+        log.notice("Server initialized")
+        log.notice("Arena %s: %s (%d bytes, %s)", self.arena_path, self.store.recovery,
+                   self.store.size, f"{self.store.dropped_entries} unfinished entries dropped"
+                   if self.store.dropped_entries else "nothing dropped")
+        log.notice("Ready to accept connections")
+        await self._stop.wait()
+        await self.stop()
+
+    async def stop(self):
+        log.warning("%s received, scheduling shutdown...", self.shutdown_requested)
+        self._cron_task.cancel()
+        for srv in self.listeners:
+            srv.close()
+        for c in list(self.clients.values()):
+            c.flush()
+            c.closing = True
+            c.transport.close()
+        # Give transports a moment to flush their last replies (e.g. SHUTDOWN's peers).
+        deadline = time.monotonic() + 2.0
+        while any(c.transport.get_write_buffer_size() for c in self.clients.values()) \
+                and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for c in list(self.clients.values()):
+            c.transport.abort()
+        await asyncio.sleep(0)
+        if self.config["unixsocket"] and os.path.exists(self.config["unixsocket"]):
+            os.unlink(self.config["unixsocket"])
+        if self.config["pidfile"] and os.path.exists(self.config["pidfile"]):
+            os.unlink(self.config["pidfile"])
+        self.store.close(clean=True)
+        log.warning("cxlredis is now ready to exit, bye bye...")
+
+    def uptime(self):
+        return int(time.time() - self.start_time)
+
+    @property
+    def version(self):
+        return REDIS_COMPAT_VERSION
+
+
+def _set_keepalive(sock, interval):
+    if sock is None or not interval:
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(interval // 3, 1))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+
+
+# --- logging, in Redis's line format: "pid:M 30 Nov 2026 01:39:23.123 * text" ---
+NOTICE = 25
+logging.addLevelName(NOTICE, "NOTICE")
+_LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": NOTICE,
+           "warning": logging.WARNING, "nothing": logging.CRITICAL + 10}
+_MARKS = {logging.DEBUG: ".", logging.INFO: "-", NOTICE: "*", logging.WARNING: "#",
+          logging.ERROR: "#", logging.CRITICAL: "#"}
+
+
+def _notice(self, msg, *args, **kwargs):
+    if self.isEnabledFor(NOTICE):
+        self._log(NOTICE, msg, args, **kwargs)
+
+
+logging.Logger.notice = _notice
+
+
+class RedisLogFormatter(logging.Formatter):
+    def format(self, record):
+        ms = int(record.created * 1000) % 1000
+        stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(record.created))
+        text = f"{os.getpid()}:M {stamp}.{ms:03d} {_MARKS.get(record.levelno, '*')} {record.getMessage()}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def setup_logging(config):
+    handler = logging.FileHandler(config["logfile"]) if config["logfile"] else logging.StreamHandler()
+    handler.setFormatter(RedisLogFormatter())
+    log.handlers[:] = [handler]
+    log.propagate = False
+    set_log_level(config["loglevel"])
+
+
+def set_log_level(level):
+    log.setLevel(_LEVELS[level])

@@ -1,0 +1,47 @@
+"""Builds the Cython core (ext/) into cxlredis._store and cxlredis._resp.
+
+Debug switches, as environment variables read at build time:
+  CXLREDIS_ANNOTATE=1   write Cython's HTML annotation next to each .pyx
+  CXLREDIS_TRACE=1      compile with line tracing (profilers, coverage)
+  CXLREDIS_DEBUG=1      -O0 -g and bounds/wraparound checks on
+  CXLREDIS_ONLY=_resp   build just the named extension(s), comma separated
+"""
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("CXLREDIS_DEBUG") == "1"
+TRACE = os.environ.get("CXLREDIS_TRACE") == "1"
+EXTENSIONS = os.environ.get("CXLREDIS_ONLY", "_store,_resp").split(",")
+
+compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
+macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")] if TRACE else []
+directives = {
+    "language_level": "3",
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "cdivision": True,
+    "linetrace": TRACE,
+    "embedsignature": True,
+}
+
+
+def extension(name):
+    return Extension(
+        f"cxlredis.{name}",
+        [f"ext/{name}.pyx"],
+        include_dirs=["ext"],
+        extra_compile_args=compile_args,
+        define_macros=macros,
+    )
+
+
+setup(
+    ext_modules=cythonize(
+        [extension(name) for name in EXTENSIONS],
+        compiler_directives=directives,
+        include_path=["ext"],
+        annotate=os.environ.get("CXLREDIS_ANNOTATE") == "1",
+    ),
+)
