@@ -1,6 +1,7 @@
 """`cxlredis-server [path/to.conf] [--option value ...]`, like redis-server."""
 import asyncio
 import logging
+import os
 import sys
 
 from . import __version__
@@ -31,11 +32,13 @@ def main(argv=None):
     except ConfigError as e:
         print(e, file=sys.stderr)
         return 1
+    if config["dir"]:
+        os.chdir(config["dir"])
     # Imported late so --help works before the Cython core is built.
     from .server import Server, setup_logging
     setup_logging(config)
     log = logging.getLogger("cxlredis")
-    log.notice("cxlredis %s starting, pid=%d", __version__, __import__("os").getpid())
+    log.notice("cxlredis %s starting, pid=%d", __version__, os.getpid())
     if config.path is None:
         log.warning("no config file specified, using the default config. "
                     "In order to specify a config file use cxlredis-server /path/to/cxlredis.conf")

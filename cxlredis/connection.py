@@ -70,9 +70,12 @@ class Client(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc):
         self.closing = True
-        self.parser.drop_target()
+        abandoned = self.parser.drop_target()
+        if isinstance(abandoned, SlotArg):
+            abandoned.release()  # a client that vanished mid-upload leaves nothing behind
         self.release_pending_slot()
         self.discard_multi()
+        self.inflight_pins.extend(self.reply.discard())  # replies that will never be sent
         self._unpin_all()
         self.server.client_disconnected(self)
 
@@ -120,7 +123,11 @@ class Client(asyncio.BufferedProtocol):
                 self._supply_target(wanted)
                 continue
             self.server.stats.total_commands_processed += 1
-            dispatch.dispatch(self, argv)
+            try:
+                dispatch.dispatch(self, argv)
+            except Exception:  # a bug must cost one reply, not the connection or the server
+                log.exception("Internal error dispatching a command")
+                self.reply.error("ERR internal error")
             if self.multi is None:
                 release_slots(argv)
         self.flush()
@@ -128,7 +135,7 @@ class Client(asyncio.BufferedProtocol):
     def _supply_target(self, length):
         """Receive a large argument into an arena slot when it will be stored, else a bytearray."""
         pending = self.parser.pending_args
-        spec = COMMANDS.get(bytes(pending[0]).lower()) if pending else None
+        spec = COMMANDS.get(bytes(pending[0]).lower().decode("latin-1")) if pending else None
         if spec is not None and spec.is_value_arg(len(pending)):
             key_cap = max((len(a) for a in pending[1:]), default=0)
             try:

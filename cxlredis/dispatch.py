@@ -21,7 +21,7 @@ _NOT_QUEUED = frozenset(("exec", "discard", "multi", "watch", "quit", "reset"))
 
 
 def lookup(argv):
-    """Return (spec, error): the spec for argv, or the exact error Redis gives."""
+    """Return (spec, error): the spec for argv (None if unknown) and the exact error Redis gives, if any."""
     name = bytes(argv[0]).lower().decode("utf-8", "replace")
     spec = COMMANDS.get(name)
     if spec is None:
@@ -29,11 +29,11 @@ def lookup(argv):
     if spec.subcommands and len(argv) >= 2:
         sub = spec.subcommands.get(bytes(argv[1]).lower().decode("utf-8", "replace"))
         if sub is None:
-            return None, errors.unknown_subcommand(errors._clip(argv[1], 128), bytes(argv[0]).decode())
+            return None, errors.unknown_subcommand(argv[1], argv[0])
         spec = sub
     arity = spec.arity
     if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
-        return None, errors.wrong_arity(spec.name)
+        return spec, errors.wrong_arity(spec.name)
     return spec, None
 
 
@@ -41,7 +41,13 @@ def dispatch(c, argv):
     spec, error = lookup(argv)
     if error is not None:
         if c.multi is not None:
-            c.multi_dirty = True
+            if spec is not None and spec.name == "exec":
+                # EXEC itself refused: Redis drops the transaction and says why.
+                c.discard_multi()
+                c.watched.clear()
+                error = "EXECABORT Transaction discarded because of: " + error.removeprefix("ERR ")
+            else:
+                c.multi_dirty = True
         reject(c, spec, error)
         return
     if c.multi is not None and spec.name not in _NOT_QUEUED:

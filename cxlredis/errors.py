@@ -20,7 +20,6 @@ NOT_FLOAT = "ERR value is not a valid float"
 OVERFLOW = "ERR increment or decrement would overflow"
 NO_SUCH_KEY = "ERR no such key"
 DB_INDEX_OUT_OF_RANGE = "ERR DB index is out of range"
-INVALID_DB_INDEX = "ERR invalid DB index"
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 NOT_POSITIVE = "ERR value is out of range, must be positive"
 OFFSET_OUT_OF_RANGE = "ERR offset is out of range"
@@ -44,7 +43,8 @@ def invalid_expire(command):
 
 
 def unknown_subcommand(subcommand, container):
-    return f"ERR unknown subcommand '{_clip(subcommand, 128)}'. Try {container.upper()} HELP."
+    """Both as sent (bytes); Redis echoes the subcommand and upper-cases the container."""
+    return f"ERR unknown subcommand '{_clip(subcommand, 128)}'. Try {_clip(container, 128).upper()} HELP."
 
 
 def unknown_command(argv):
@@ -61,3 +61,25 @@ def _clip(arg, limit):
     if not isinstance(arg, (bytes, bytearray)):
         arg = bytes(arg[:limit]) if len(arg) > limit else bytes(arg)
     return arg[:limit].decode("utf-8", "replace")
+
+
+# Keyspace and string commands.
+DECREMENT_OVERFLOW = "ERR decrement would overflow"
+INVALID_CURSOR = "ERR invalid cursor"
+EXPIRE_NX_AND_OTHERS = "ERR NX and XX, GT or LT options at the same time are not compatible"
+EXPIRE_GT_AND_LT = "ERR GT and LT options at the same time are not compatible"
+INVALID_FIRST_DB_INDEX = "ERR invalid first DB index"
+INVALID_SECOND_DB_INDEX = "ERR invalid second DB index"
+LFU_SELECTED = ("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
+                "switching between policies at runtime LRU and LFU data will take some time to adjust.")
+LFU_NOT_SELECTED = ("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please "
+                    "note that when switching between policies at runtime LRU and LFU data will take "
+                    "some time to adjust.")
+
+
+def unsupported_option(option):
+    return f"ERR Unsupported option {option}"
+
+
+def int_out_of_range(low, high):
+    return f"ERR value is out of range, value must between {low} and {high}"

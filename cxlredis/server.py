@@ -15,6 +15,7 @@ import time
 from . import REDIS_COMPAT_VERSION
 from ._store import Arena
 from .connection import Client
+from .config import ConfigSetError
 from .errors import CommandError
 
 log = logging.getLogger("cxlredis")
@@ -64,6 +65,7 @@ class Server:
         self.clients = {}
         self.next_client_id = 1
         self.listeners = []
+        self.unix_listener = None
         self.shutdown_requested = None
         self.large_threshold = config["large-value-threshold"]
         self.arena_path = config["arena-path"] or default_arena_path(config["port"])
@@ -87,6 +89,8 @@ class Server:
         cfg.on_change("maxmemory-policy", lambda v: setattr(self.store, "policy", v))
         cfg.on_change("maxmemory-samples", lambda v: setattr(self.store, "maxmemory_samples", v))
         cfg.on_change("loglevel", set_log_level)
+        cfg.on_change("port", lambda v: self._rebind(port=v))
+        cfg.on_change("bind", lambda v: self._rebind(bind=v))
         cfg.on_change("large-value-threshold", lambda v: setattr(self, "large_threshold", v))
         for name, attr in (("proto-max-bulk-len", "proto_max_bulk_len"),
                            ("client-query-buffer-limit", "query_buffer_limit")):
@@ -124,15 +128,11 @@ class Server:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         cfg = self.config
-        if cfg["port"]:
-            for host in cfg["bind"].split():
-                host = host.lstrip("-")  # "-::1": optional address, as in redis.conf
-                try:
-                    srv = await loop.create_server(lambda: Client(self), host, cfg["port"],
-                                                   backlog=cfg["tcp-backlog"], reuse_address=True)
-                except OSError as e:
-                    raise SystemExit(f"Could not create server TCP listening socket {host}:{cfg['port']}: {e.strerror}")
-                self.listeners.append(srv)
+        try:
+            sockets = bind_tcp(cfg["bind"], cfg["port"], cfg["tcp-backlog"])
+        except OSError as e:
+            raise SystemExit(f"Could not create server TCP listening socket: {e}")
+        await self._serve_tcp(sockets)
         if cfg["unixsocket"]:
             path = cfg["unixsocket"]
             if os.path.exists(path):
@@ -140,13 +140,31 @@ class Server:
             srv = await loop.create_unix_server(lambda: Client(self), path, backlog=cfg["tcp-backlog"])
             if cfg["unixsocketperm"]:
                 os.chmod(path, cfg["unixsocketperm"])
-            self.listeners.append(srv)
+            self.unix_listener = srv
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown, signal.Signals(sig).name)
         self._cron_task = asyncio.create_task(self._cron())
         if cfg["pidfile"]:
             with open(cfg["pidfile"], "w") as f:
                 f.write(f"{self.pid}\n")
+
+    async def _serve_tcp(self, sockets):
+        loop = asyncio.get_running_loop()
+        old, self.listeners = self.listeners, []
+        for sock in sockets:
+            self.listeners.append(await loop.create_server(lambda: Client(self), sock=sock))
+        for srv in old:
+            srv.close()
+
+    def _rebind(self, bind=None, port=None):
+        """CONFIG SET bind/port: bind now (a failure vetoes the change), swap listeners after."""
+        try:
+            sockets = bind_tcp(bind if bind is not None else self.config["bind"],
+                               port if port is not None else self.config["port"],
+                               self.config["tcp-backlog"])
+        except OSError:
+            raise ConfigSetError("Failed to bind to specified addresses.") from None
+        asyncio.get_running_loop().create_task(self._serve_tcp(sockets))
 
     async def _cron(self):
         """Active expiry and idle-client timeouts, hz times a second."""
@@ -175,7 +193,7 @@ class Server:
     async def stop(self):
         log.warning("%s received, scheduling shutdown...", self.shutdown_requested)
         self._cron_task.cancel()
-        for srv in self.listeners:
+        for srv in self.listeners + ([self.unix_listener] if self.unix_listener else []):
             srv.close()
         for c in list(self.clients.values()):
             c.flush()
@@ -202,6 +220,38 @@ class Server:
     @property
     def version(self):
         return REDIS_COMPAT_VERSION
+
+
+def bind_tcp(hosts, port, backlog):
+    """Listening sockets for every bind address ("-addr" may fail, as in redis.conf); none when port is 0."""
+    if not port:
+        return []
+    sockets = []
+    try:
+        for host in hosts:
+            optional = host.startswith("-")
+            host = host.lstrip("-")
+            try:
+                infos = socket.getaddrinfo(None if host == "*" else host, port, type=socket.SOCK_STREAM,
+                                           flags=socket.AI_PASSIVE)
+                family, kind, proto, _, addr = infos[0]
+                sock = socket.socket(family, kind, proto)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(addr)
+                sock.listen(backlog)
+                sock.setblocking(False)
+            except OSError:
+                if optional:
+                    continue
+                raise
+            sockets.append(sock)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
 
 def _set_keepalive(sock, interval):

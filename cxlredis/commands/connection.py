@@ -91,7 +91,7 @@ def cmd_select(c, argv):
 
 
 def select_db(c, arg):
-    db = parse_int(arg, errors.INVALID_DB_INDEX)
+    db = parse_int(arg)
     if db < 0 or db >= c.server.config["databases"]:
         raise CommandError(errors.DB_INDEX_OUT_OF_RANGE)
     return db

@@ -5,7 +5,8 @@ from .. import errors, metrics
 from .._store import glob_match
 from ..config import ConfigSetError
 from ..errors import CommandError
-from . import COMMANDS, all_specs
+# The registry imports this module while it builds, so it is read at call time.
+from .. import commands as registry
 from .args import upper
 from .connection import reply_help
 
@@ -27,7 +28,7 @@ def cmd_config_get(c, argv):
 
 def cmd_config_set(c, argv):
     if len(argv) % 2 != 0:
-        raise CommandError("ERR wrong number of arguments for 'config|set' command")
+        raise CommandError(errors.SYNTAX)
     pairs = [(bytes(argv[i]).decode("utf-8", "replace"), bytes(argv[i + 1]).decode("utf-8", "replace"))
              for i in range(2, len(argv), 2)]
     try:
@@ -72,18 +73,18 @@ def cmd_config_help(c, argv):
 
 # --- COMMAND ------------------------------------------------------------
 def cmd_command(c, argv):
-    specs = list(COMMANDS.values())
+    specs = list(registry.COMMANDS.values())
     c.reply.array(len(specs))
     for spec in specs:
         reply_command_info(c, spec)
 
 
 def cmd_command_count(c, argv):
-    c.reply.integer(len(COMMANDS))
+    c.reply.integer(len(registry.COMMANDS))
 
 
 def cmd_command_list(c, argv):
-    names = [spec.name for spec in all_specs()]
+    names = [spec.name for spec in registry.all_specs()]
     if len(argv) > 2:
         if len(argv) != 5 or upper(argv[2]) != "FILTERBY":
             raise CommandError(errors.SYNTAX)
@@ -91,7 +92,7 @@ def cmd_command_list(c, argv):
         if kind == "PATTERN":
             names = [n for n in names if glob_match(value.encode(), n.encode(), True)]
         elif kind == "ACLCAT":
-            specs = {spec.name: spec for spec in all_specs()}
+            specs = {spec.name: spec for spec in registry.all_specs()}
             names = [n for n in names if value.lower() in specs[n].acl_categories]
         elif kind == "MODULE":
             names = []
@@ -117,7 +118,7 @@ def cmd_command_info(c, argv):
 
 def cmd_command_docs(c, argv):
     if len(argv) == 2:
-        specs = list(COMMANDS.values())
+        specs = list(registry.COMMANDS.values())
     else:
         specs = [s for s in (find_spec(a) for a in argv[2:]) if s is not None]
     c.reply.map(len(specs))
@@ -184,7 +185,7 @@ def find_spec(arg):
     """A command or "container|sub" name as COMMAND INFO/DOCS accept it."""
     name = bytes(arg).decode("utf-8", "replace").lower()
     container, _, sub = name.partition("|")
-    spec = COMMANDS.get(container)
+    spec = registry.COMMANDS.get(container)
     if spec is not None and sub:
         spec = spec.subcommands.get(sub)
     return spec
@@ -319,4 +320,4 @@ def cmd_debug(c, argv):
         for p in problems:
             c.reply.bulk(p)
     else:
-        raise CommandError(errors.unknown_subcommand(errors._clip(argv[1], 128), "DEBUG"))
+        raise CommandError(errors.unknown_subcommand(argv[1], argv[0]))

@@ -1,0 +1,72 @@
+"""Small-value SET/GET requests per second with redis-benchmark, with and without pipelining.
+
+Runs ``redis-benchmark -t set,get -d 64 -c 50 -n N -q`` and the same with
+``-P 16`` against each server, interleaved round by round. Note that
+redis-benchmark itself needs CPU: on a 2-core machine it competes with
+the server, the same way for every server.
+"""
+
+import re
+import shutil
+import subprocess
+
+from common import BenchConfig, BenchResult, ServerGroup, MiB, round_order, standalone_main
+
+RESULT_LINE = re.compile(r"^([A-Z_]+): ([0-9.]+) requests per second")
+TESTS = ("SET", "GET")
+
+
+def parse_rps(output: str) -> dict:
+    """redis-benchmark -q output (progress lines end in \\r) -> {'SET': rps, 'GET': rps}."""
+    rates = {}
+    for line in re.split(r"[\r\n]+", output):
+        match = RESULT_LINE.match(line.strip())
+        if match:
+            rates[match.group(1)] = float(match.group(2))
+    return rates
+
+
+def redis_benchmark(port: int, requests: int, pipeline: int, clients: int = 50,
+                    data_size: int = 64) -> dict:
+    command = [shutil.which("redis-benchmark") or "redis-benchmark", "-h", "127.0.0.1",
+               "-p", str(port), "-t", "set,get", "-d", str(data_size), "-c", str(clients),
+               "-n", str(requests), "-q"]
+    if pipeline > 1:
+        command += ["-P", str(pipeline)]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                               stdin=subprocess.DEVNULL)
+    rates = parse_rps(completed.stdout)
+    missing = [test for test in TESTS if test not in rates]
+    if completed.returncode != 0 or missing:
+        raise RuntimeError(f"redis-benchmark failed (exit {completed.returncode}, missing {missing}):\n"
+                           f"{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}")
+    return rates
+
+
+def run(config: BenchConfig, requests: int | None = None,
+        pipelined_requests: int | None = None) -> BenchResult:
+    requests = requests or (20_000 if config.quick else 200_000)
+    pipelined_requests = pipelined_requests or (100_000 if config.quick else 1_000_000)
+    result = BenchResult("smallops", config.labels, {
+        "value": "64 B", "clients": 50, "requests": requests,
+        "requests with -P 16": pipelined_requests, "rounds": config.rounds})
+    with ServerGroup(config.servers, maxmemory=256 * MiB, policy="noeviction") as servers:
+        for pipeline, count in ((1, requests), (16, pipelined_requests)):
+            for round_no in range(config.rounds):
+                for server in round_order(servers, round_no):
+                    rates = redis_benchmark(server.port, count, pipeline)
+                    for test in TESTS:
+                        result.add(f"{test} P={pipeline}", server.label, rates[test], "req/s", "higher",
+                                   op=test, pipeline=pipeline)
+    return result
+
+
+def add_arguments(parser):
+    parser.add_argument("--requests", type=int, help="requests per test without pipelining")
+    parser.add_argument("--pipelined-requests", type=int, help="requests per test with -P 16")
+
+
+if __name__ == "__main__":
+    standalone_main(__doc__.splitlines()[0], run, add_arguments,
+                    lambda args: dict(requests=args.requests,
+                                      pipelined_requests=args.pipelined_requests))

@@ -1,0 +1,230 @@
+"""Hash commands (llm-d's KV-block index keeps block → pod maps in hashes).
+
+A hash is one arena entry of type TYPE_HASH whose value is its fields in
+insertion order, as Redis keeps a small hash: a little-endian u32 count, then
+per field u32 length + field bytes + u32 length + value bytes. A write builds
+the new encoding and stores it copy-on-write (TTL kept), so readers and
+co-located mappers never see a half-updated hash.
+"""
+import random
+import struct
+
+from .. import errors
+from .._numbers import NotAFloat, incr_by_float
+from .._store import TYPE_HASH
+from ..errors import CommandError
+from .args import INT64_MAX, INT64_MIN, parse_int, upper
+from .scanning import parse_scan_args
+
+_U32 = struct.Struct("<I")
+HASH_NOT_INTEGER = "ERR hash value is not an integer"
+HASH_NOT_FLOAT = "ERR hash value is not a float"
+
+
+def encode(fields):
+    parts = [_U32.pack(len(fields))]
+    for field, value in fields.items():
+        parts += (_U32.pack(len(field)), field, _U32.pack(len(value)), value)
+    return b"".join(parts)
+
+
+def decode(data):
+    view = memoryview(data)
+    (count,) = _U32.unpack_from(view, 0)
+    pos = 4
+    fields = {}
+    for _ in range(count):
+        (n,) = _U32.unpack_from(view, pos)
+        field = bytes(view[pos + 4:pos + 4 + n])
+        pos += 4 + n
+        (n,) = _U32.unpack_from(view, pos)
+        fields[field] = bytes(view[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return fields
+
+
+def read_hash(c, key, touch=True):
+    """The hash at key as a dict ({} when missing); WRONGTYPE for another type."""
+    off = c.store.lookup(c.db, key, touch)
+    if not off:
+        return {}
+    if c.store.entry_type(off) != TYPE_HASH:
+        raise CommandError(errors.WRONGTYPE)
+    return decode(c.store.view(off))
+
+
+def write_hash(c, key, fields):
+    """Store the new field map (deleting the key when it became empty), keeping its TTL."""
+    if fields:
+        c.store.set(c.db, key, encode(fields), -1, TYPE_HASH, True)
+    else:
+        c.store.delete(c.db, key)
+
+
+def field_pairs(argv, start, command):
+    if (len(argv) - start) % 2 != 0:
+        raise CommandError(errors.wrong_arity(command))
+    return [(bytes(argv[i]), bytes(argv[i + 1])) for i in range(start, len(argv), 2)]
+
+
+def cmd_hset(c, argv):
+    pairs = field_pairs(argv, 2, "hset")
+    fields = read_hash(c, argv[1])
+    added = sum(1 for f, _ in pairs if f not in fields)
+    fields.update(pairs)
+    write_hash(c, argv[1], fields)
+    c.reply.integer(added)
+
+
+def cmd_hmset(c, argv):
+    pairs = field_pairs(argv, 2, "hmset")
+    fields = read_hash(c, argv[1])
+    fields.update(pairs)
+    write_hash(c, argv[1], fields)
+    c.reply.ok()
+
+
+def cmd_hsetnx(c, argv):
+    fields = read_hash(c, argv[1])
+    field = bytes(argv[2])
+    if field in fields:
+        c.reply.integer(0)
+        return
+    fields[field] = bytes(argv[3])
+    write_hash(c, argv[1], fields)
+    c.reply.integer(1)
+
+
+def cmd_hget(c, argv):
+    value = read_hash(c, argv[1]).get(bytes(argv[2]))
+    if value is None:
+        c.reply.null()
+    else:
+        c.reply.bulk(value)
+
+
+def cmd_hmget(c, argv):
+    fields = read_hash(c, argv[1])
+    c.reply.array(len(argv) - 2)
+    for field in argv[2:]:
+        value = fields.get(bytes(field))
+        if value is None:
+            c.reply.null()
+        else:
+            c.reply.bulk(value)
+
+
+def cmd_hgetall(c, argv):
+    fields = read_hash(c, argv[1])
+    c.reply.map(len(fields))
+    for field, value in fields.items():
+        c.reply.bulk(field)
+        c.reply.bulk(value)
+
+
+def cmd_hkeys(c, argv):
+    c.reply.bulk_array(list(read_hash(c, argv[1])))
+
+
+def cmd_hvals(c, argv):
+    c.reply.bulk_array(list(read_hash(c, argv[1]).values()))
+
+
+def cmd_hdel(c, argv):
+    fields = read_hash(c, argv[1])
+    removed = 0
+    for field in argv[2:]:
+        if fields.pop(bytes(field), None) is not None:
+            removed += 1
+    if removed:
+        write_hash(c, argv[1], fields)
+    c.reply.integer(removed)
+
+
+def cmd_hexists(c, argv):
+    c.reply.integer(1 if bytes(argv[2]) in read_hash(c, argv[1]) else 0)
+
+
+def cmd_hlen(c, argv):
+    c.reply.integer(len(read_hash(c, argv[1])))
+
+
+def cmd_hstrlen(c, argv):
+    c.reply.integer(len(read_hash(c, argv[1]).get(bytes(argv[2]), b"")))
+
+
+def cmd_hincrby(c, argv):
+    increment = parse_int(argv[3])
+    fields = read_hash(c, argv[1])
+    field = bytes(argv[2])
+    current = parse_int(fields[field], HASH_NOT_INTEGER) if field in fields else 0
+    result = current + increment
+    if result < INT64_MIN or result > INT64_MAX:
+        raise CommandError(errors.OVERFLOW)
+    fields[field] = b"%d" % result
+    write_hash(c, argv[1], fields)
+    c.reply.integer(result)
+
+
+def cmd_hincrbyfloat(c, argv):
+    fields = read_hash(c, argv[1])
+    field = bytes(argv[2])
+    try:
+        result = incr_by_float(fields.get(field), bytes(argv[3]))
+    except NotAFloat as e:
+        raise CommandError(HASH_NOT_FLOAT if str(e) == "value" else errors.NOT_FLOAT) from None
+    except OverflowError:
+        raise CommandError(errors.INCRFLOAT_NAN_INF) from None
+    fields[field] = result
+    write_hash(c, argv[1], fields)
+    c.reply.bulk(result)
+
+
+def cmd_hscan(c, argv):
+    cursor, count, match, _ = parse_scan_args(argv, 2, allow_type=False)
+    fields = read_hash(c, argv[1])
+    # A small hash is returned whole in one call, cursor 0, as Redis does for listpacks.
+    items = [(f, v) for f, v in fields.items() if match is None or match(f)]
+    c.reply.array(2)
+    c.reply.bulk(b"0")
+    c.reply.array(2 * len(items))
+    for field, value in items:
+        c.reply.bulk(field)
+        c.reply.bulk(value)
+
+
+def cmd_hrandfield(c, argv):
+    with_values = False
+    if len(argv) > 4 or (len(argv) == 4 and upper(argv[3]) != "WITHVALUES"):
+        raise CommandError(errors.SYNTAX)
+    if len(argv) == 4:
+        with_values = True
+    count = parse_int(argv[2]) if len(argv) >= 3 else None
+    if count is not None and with_values and abs(count) > (INT64_MAX // 2):
+        raise CommandError("ERR value is out of range")
+    fields = read_hash(c, argv[1])
+    if count is None:
+        if not fields:
+            c.reply.null()
+        else:
+            c.reply.bulk(random.choice(list(fields)))
+        return
+    names = list(fields)
+    if count >= 0:
+        chosen = random.sample(names, min(count, len(names)))
+    else:
+        chosen = [random.choice(names) for _ in range(-count)] if names else []
+    if with_values:
+        if c.protocol == 3:
+            c.reply.array(len(chosen))
+            for field in chosen:
+                c.reply.array(2)
+                c.reply.bulk(field)
+                c.reply.bulk(fields[field])
+        else:
+            c.reply.array(2 * len(chosen))
+            for field in chosen:
+                c.reply.bulk(field)
+                c.reply.bulk(fields[field])
+    else:
+        c.reply.bulk_array(chosen)

@@ -1,0 +1,339 @@
+"""String commands: GET/SET and their variants, counters, ranges.
+
+A large value argument of SET/SETNX/SETEX/PSETEX/GETSET/MSET/MSETNX arrives as
+a SlotArg already inside its arena block; `c.store_value` commits it there, so
+the value is never copied through Python. Values go back out through
+`c.reply_entry` (a pinned view of the arena slot when large).
+
+Lookups follow Redis's: reads (GET, MGET, GETRANGE, ...) touch the LRU and
+count hits/misses; the lookups of write commands (INCR, APPEND, SETNX, ...)
+touch but do not count (Redis's lookupKeyWrite).
+"""
+import re
+
+from .. import errors
+from .._numbers import NotAFloat, incr_by_float
+from .._store import TYPE_STRING, now_ms
+from ..errors import CommandError
+from .args import INT64_MAX, INT64_MIN, parse_int, upper
+
+_INT64 = re.compile(rb"(?:0|-?[1-9][0-9]{0,18})\Z")
+
+
+def is_int64(raw):
+    """Whether raw (bytes) is a 64-bit integer as Redis's string2ll accepts it."""
+    return _INT64.match(raw) is not None and INT64_MIN <= int(raw) <= INT64_MAX
+
+
+def check_string(store, off):
+    if store.entry_type(off) != TYPE_STRING:
+        raise CommandError(errors.WRONGTYPE)
+
+
+def _reply_string(c, key):
+    """GET's reply for key (a value or a null); returns the entry offset, 0 if missing."""
+    store = c.store
+    off = store.lookup(c.db, key)
+    if not off:
+        c.reply.null()
+        return 0
+    check_string(store, off)
+    c.reply_entry(off)
+    return off
+
+
+def _check_length(c, size, append):
+    """Redis's checkStringLength: a string may not outgrow proto-max-bulk-len."""
+    if size + append > c.server.config["proto-max-bulk-len"]:
+        raise CommandError(errors.STRING_TOO_LONG)
+
+
+# --- expiry options ------------------------------------------------------
+# unit name -> (milliseconds per unit, absolute time?)
+_EXPIRE_UNITS = {"EX": (1000, False), "PX": (1, False), "EXAT": (1000, True), "PXAT": (1, True)}
+
+
+def expire_at_ms(arg, unit, command):
+    """Redis's getExpireMillisecondsOrReply: the absolute expiry in ms for an EX/PX/EXAT/PXAT value."""
+    scale, absolute = _EXPIRE_UNITS[unit]
+    when = parse_int(arg)
+    if when <= 0 or when > INT64_MAX // scale:
+        raise CommandError(errors.invalid_expire(command))
+    when *= scale
+    if not absolute:
+        when += now_ms()
+        if when > INT64_MAX:  # Redis sees the signed overflow as a non-positive time
+            raise CommandError(errors.invalid_expire(command))
+    return when
+
+
+def _parse_options(argv, start, for_set):
+    """Redis's parseExtendedStringArgumentsOrReply for SET (for_set) and GETEX.
+
+    Returns (flags, unit, expire_arg): flags a set of NX/XX/GET/KEEPTTL/PERSIST,
+    unit one of EX/PX/EXAT/PXAT or None. An expiry option may repeat (the last
+    one wins) but not mix with another unit, KEEPTTL or PERSIST.
+    """
+    flags = set()
+    unit = expire = None
+    i, n = start, len(argv)
+    while i < n:
+        opt = upper(argv[i])
+        if opt == "NX" and for_set and "XX" not in flags:
+            flags.add("NX")
+        elif opt == "XX" and for_set and "NX" not in flags:
+            flags.add("XX")
+        elif opt == "GET" and for_set:
+            flags.add("GET")
+        elif opt == "KEEPTTL" and for_set and unit is None:
+            flags.add("KEEPTTL")
+        elif opt == "PERSIST" and not for_set and unit is None:
+            flags.add("PERSIST")
+        elif (opt in _EXPIRE_UNITS and unit in (None, opt) and i + 1 < n
+              and "KEEPTTL" not in flags and "PERSIST" not in flags):
+            unit, expire = opt, argv[i + 1]
+            i += 1
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    return flags, unit, expire
+
+
+# --- GET / SET family ----------------------------------------------------
+def cmd_get(c, argv):
+    _reply_string(c, argv[1])
+
+
+def cmd_set(c, argv):
+    if len(argv) == 3:  # the common case: no options, no lookup
+        c.store_value(argv[1], argv[2])
+        c.reply.ok()
+        return
+    flags, unit, expire = _parse_options(argv, 3, for_set=True)
+    expire_at = expire_at_ms(expire, unit, "set") if unit else -1
+    key = argv[1]
+    with_get = "GET" in flags
+    if with_get:
+        found = _reply_string(c, key) != 0
+    elif "NX" in flags or "XX" in flags:
+        found = c.store.lookup(c.db, key, stats=False) != 0
+    else:
+        found = False
+    if ("NX" in flags and found) or ("XX" in flags and not found):
+        if not with_get:
+            c.reply.null()
+        return
+    c.store_value(key, argv[2], expire_at, "KEEPTTL" in flags)
+    if not with_get:
+        c.reply.ok()
+
+
+def cmd_setnx(c, argv):
+    if c.store.lookup(c.db, argv[1], stats=False):
+        c.reply.integer(0)
+        return
+    c.store_value(argv[1], argv[2])
+    c.reply.integer(1)
+
+
+def cmd_setex(c, argv):
+    c.store_value(argv[1], argv[3], expire_at_ms(argv[2], "EX", "setex"))
+    c.reply.ok()
+
+
+def cmd_psetex(c, argv):
+    c.store_value(argv[1], argv[3], expire_at_ms(argv[2], "PX", "psetex"))
+    c.reply.ok()
+
+
+def cmd_getset(c, argv):
+    _reply_string(c, argv[1])
+    c.store_value(argv[1], argv[2])
+
+
+def cmd_getdel(c, argv):
+    # reply_entry pinned a large value, so deleting it now only unlinks it:
+    # the arena frees the block once the reply has been sent.
+    if _reply_string(c, argv[1]):
+        c.store.delete(c.db, argv[1])
+
+
+def cmd_getex(c, argv):
+    flags, unit, expire = _parse_options(argv, 2, for_set=False)
+    store, key = c.store, argv[1]
+    off = store.lookup(c.db, key)
+    if not off:
+        c.reply.null()
+        return
+    check_string(store, off)
+    expire_at = expire_at_ms(expire, unit, "getex") if unit else None
+    c.reply_entry(off)
+    if expire_at is not None:
+        if _EXPIRE_UNITS[unit][1] and expire_at <= now_ms():
+            store.delete(c.db, key)
+        else:
+            store.set_expire(off, expire_at)
+    elif "PERSIST" in flags and store.expire_at(off) != -1:
+        store.set_expire(off, -1)
+
+
+def cmd_mget(c, argv):
+    store, db, reply = c.store, c.db, c.reply
+    reply.array(len(argv) - 1)
+    for key in argv[1:]:
+        off = store.lookup(db, key)
+        if off and store.entry_type(off) == TYPE_STRING:
+            c.reply_entry(off)
+        else:
+            reply.null()
+
+
+def cmd_mset(c, argv):
+    if len(argv) % 2 == 0:
+        raise CommandError(errors.wrong_arity("mset"))
+    for i in range(1, len(argv), 2):
+        c.store_value(argv[i], argv[i + 1])
+    c.reply.ok()
+
+
+def cmd_msetnx(c, argv):
+    if len(argv) % 2 == 0:
+        raise CommandError(errors.wrong_arity("msetnx"))
+    store, db = c.store, c.db
+    for i in range(1, len(argv), 2):
+        if store.lookup(db, argv[i], stats=False):
+            c.reply.integer(0)
+            return
+    for i in range(1, len(argv), 2):
+        c.store_value(argv[i], argv[i + 1])
+    c.reply.integer(1)
+
+
+# --- lengths and ranges --------------------------------------------------
+def cmd_strlen(c, argv):
+    store = c.store
+    off = store.lookup(c.db, argv[1])
+    if not off:
+        c.reply.integer(0)
+        return
+    check_string(store, off)
+    c.reply.integer(store.value_len(off))
+
+
+def cmd_append(c, argv):
+    store, key, data = c.store, argv[1], argv[2]
+    off = store.lookup(c.db, key, stats=False)
+    if off:
+        check_string(store, off)
+        _check_length(c, store.value_len(off), len(data))
+    c.reply.integer(store.append(c.db, key, data))
+
+
+def cmd_setrange(c, argv):
+    store, key, data = c.store, argv[1], argv[3]
+    offset = parse_int(argv[2])
+    if offset < 0:
+        raise CommandError(errors.OFFSET_OUT_OF_RANGE)
+    off = store.lookup(c.db, key, stats=False)
+    if off:
+        check_string(store, off)
+        if not data:
+            c.reply.integer(store.value_len(off))
+            return
+    elif not data:  # Redis does not create a key for an empty write
+        c.reply.integer(0)
+        return
+    _check_length(c, offset, len(data))
+    c.reply.integer(store.setrange(c.db, key, offset, data))
+
+
+def cmd_getrange(c, argv):
+    start = parse_int(argv[2])
+    end = parse_int(argv[3])
+    store = c.store
+    off = store.lookup(c.db, argv[1])
+    if not off:
+        c.reply.bulk(b"")
+        return
+    check_string(store, off)
+    size = store.value_len(off)
+    if start < 0 and end < 0 and start > end:
+        c.reply.bulk(b"")
+        return
+    if start < 0:
+        start = max(size + start, 0)
+    if end < 0:
+        end = max(size + end, 0)
+    end = min(end, size - 1)
+    if start > end or size == 0:
+        c.reply.bulk(b"")
+        return
+    view = store.view(off)[start:end + 1]
+    if len(view) >= c.server.large_threshold:
+        store.pin(off)
+        c.reply.pinned_bulk(view, off)
+    else:
+        c.reply.bulk(view)
+
+
+cmd_substr = cmd_getrange
+
+
+# --- counters ------------------------------------------------------------
+def stored_int(store, off):
+    """The string value at off as Redis reads an integer (string2ll), or None."""
+    if store.value_len(off) > 20:  # longer than any 64-bit integer: no need to read it
+        return None
+    raw = store.value_bytes(off)
+    return int(raw) if is_int64(raw) else None
+
+
+def _incr_by(c, key, delta):
+    store = c.store
+    off = store.lookup(c.db, key, stats=False)
+    current = 0
+    if off:
+        check_string(store, off)
+        current = stored_int(store, off)
+        if current is None:
+            raise CommandError(errors.NOT_INTEGER)
+    value = current + delta
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise CommandError(errors.OVERFLOW)
+    store.set(c.db, key, b"%d" % value, keep_ttl=True)
+    c.reply.integer(value)
+
+
+def cmd_incr(c, argv):
+    _incr_by(c, argv[1], 1)
+
+
+def cmd_decr(c, argv):
+    _incr_by(c, argv[1], -1)
+
+
+def cmd_incrby(c, argv):
+    _incr_by(c, argv[1], parse_int(argv[2]))
+
+
+def cmd_decrby(c, argv):
+    delta = parse_int(argv[2])
+    if delta == INT64_MIN:  # its negation does not fit
+        raise CommandError(errors.DECREMENT_OVERFLOW)
+    _incr_by(c, argv[1], -delta)
+
+
+def cmd_incrbyfloat(c, argv):
+    store, key = c.store, argv[1]
+    off = store.lookup(c.db, key, stats=False)
+    if off:
+        check_string(store, off)
+    try:
+        # long double arithmetic and "%.17Lf" formatting in C, exactly as Redis
+        text = incr_by_float(store.view(off) if off else None, argv[2])
+    except NotAFloat:
+        raise CommandError(errors.NOT_FLOAT) from None
+    except OverflowError:
+        raise CommandError(errors.INCRFLOAT_NAN_INF) from None
+    store.set(c.db, key, text, keep_ttl=True)
+    c.reply.bulk(text)

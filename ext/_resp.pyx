@@ -1,0 +1,889 @@
+# cython: language_level=3
+"""RESP request parsing and reply encoding (knows nothing of the store).
+
+RequestParser turns the bytes a client sends into argument lists with the
+exact acceptance rules and error texts of Redis 7.0; a large bulk argument is
+received straight into a buffer the connection supplies (an arena slot), so
+it is never copied through a Python bytes object.
+
+ReplyWriter encodes replies for RESP2 or RESP3 into one growing buffer and
+queues large values by reference, to be handed to the transport in order.
+"""
+from cpython.buffer cimport Py_buffer, PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
+from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_AS_STRING
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from libc.math cimport isinf
+from libc.stdio cimport snprintf
+from libc.string cimport memchr, memcpy, memmove
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
+
+
+class ProtocolError(Exception):
+    """The client broke the protocol; str(self) is Redis's text without '-ERR '.
+
+    Redis replies `-ERR <text>` and closes the connection after executing the
+    complete commands that preceded the bad one.
+    """
+
+
+class QueryBufferLimit(Exception):
+    """The client's unparsed input exceeds client-query-buffer-limit.
+
+    Redis closes such a client without a reply.
+    """
+
+
+cdef enum:
+    # Redis's PROTO_INLINE_MAX_SIZE: how much may be buffered without finding
+    # the end of an inline request or of a count line.
+    LINE_MAX = 65536
+    INITIAL_BUFFER = 65536
+    # Reads smaller than this compact the buffer first rather than trickle in.
+    MIN_READ = 4096
+    MAX_MULTIBULK = 2147483647          # INT_MAX, Redis 7.0's cap on a multibulk count
+    # Before authentication Redis refuses commands with more arguments or
+    # longer arguments than these (CVE-2021-32675).
+    UNAUTH_MAX_ARGS = 10
+    UNAUTH_MAX_BULK = 16384
+    WRITER_INITIAL = 16384
+    WRITER_KEEP = 1048576               # a writer buffer grown beyond this is freed after a flush
+
+
+cdef inline bint _parse_length(const char *s, Py_ssize_t n, long long *out) noexcept:
+    """Decimal integer with Redis's string2ll rules: optional '-', no '+',
+    no leading zeros, no blanks, fewer than 21 characters, no overflow."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned long long v
+    cdef unsigned char digit
+    cdef bint negative
+    if n == 0 or n >= 21:
+        return False
+    if n == 1 and s[0] == b'0':
+        out[0] = 0
+        return True
+    negative = s[0] == b'-'
+    if negative:
+        i = 1
+        if n == 1:
+            return False
+    if s[i] < b'1' or s[i] > b'9':
+        return False
+    v = 0
+    while i < n:
+        digit = <unsigned char>s[i] - 48
+        if digit > 9:
+            return False
+        if v > 1844674407370955161ULL:           # ULLONG_MAX // 10
+            return False
+        v *= 10
+        if v > 18446744073709551615ULL - digit:
+            return False
+        v += digit
+        i += 1
+    if negative:
+        if v > 9223372036854775808ULL:
+            return False
+        out[0] = -<long long>(v - 1) - 1
+    else:
+        if v > 9223372036854775807ULL:
+            return False
+        out[0] = <long long>v
+    return True
+
+
+cdef inline bint _is_space(char c) noexcept:
+    # C isspace() in the "C" locale
+    return c == b' ' or c == b'\t' or c == b'\n' or c == b'\v' or c == b'\f' or c == b'\r'
+
+
+cdef inline int _hex_value(char c) noexcept:
+    if b'0' <= c <= b'9':
+        return c - 48
+    if b'a' <= c <= b'f':
+        return c - 87
+    if b'A' <= c <= b'F':
+        return c - 55
+    return -1
+
+
+cdef list _split_inline(const char *line, Py_ssize_t n):
+    """Split an inline request like Redis's sdssplitargs; None if a quote is
+    unbalanced or a closing quote is not followed by a space."""
+    cdef list argv = []
+    cdef bytearray scratch = PyByteArray_FromStringAndSize(NULL, n)
+    cdef char *out = PyByteArray_AS_STRING(scratch)
+    cdef Py_ssize_t i = 0, length
+    cdef char c
+    cdef bint in_double, in_single
+    while True:
+        while i < n and _is_space(line[i]):
+            i += 1
+        if i == n:
+            return argv
+        length = 0
+        in_double = in_single = False
+        while True:
+            if in_double:
+                if i == n:
+                    return None
+                c = line[i]
+                if (c == b'\\' and i + 3 < n and line[i + 1] == b'x'
+                        and _hex_value(line[i + 2]) >= 0 and _hex_value(line[i + 3]) >= 0):
+                    out[length] = <char>(_hex_value(line[i + 2]) * 16 + _hex_value(line[i + 3]))
+                    i += 4
+                elif c == b'\\' and i + 1 < n:
+                    c = line[i + 1]
+                    if c == b'n':
+                        c = b'\n'
+                    elif c == b'r':
+                        c = b'\r'
+                    elif c == b't':
+                        c = b'\t'
+                    elif c == b'b':
+                        c = b'\b'
+                    elif c == b'a':
+                        c = b'\a'
+                    out[length] = c
+                    i += 2
+                elif c == b'"':
+                    if i + 1 < n and not _is_space(line[i + 1]):
+                        return None
+                    i += 1
+                    break
+                else:
+                    out[length] = c
+                    i += 1
+                length += 1
+            elif in_single:
+                if i == n:
+                    return None
+                c = line[i]
+                if c == b'\\' and i + 1 < n and line[i + 1] == b"'":
+                    out[length] = b"'"
+                    i += 2
+                elif c == b"'":
+                    if i + 1 < n and not _is_space(line[i + 1]):
+                        return None
+                    i += 1
+                    break
+                else:
+                    out[length] = c
+                    i += 1
+                length += 1
+            else:
+                if i == n:
+                    break
+                c = line[i]
+                i += 1
+                if c == b' ' or c == b'\n' or c == b'\r' or c == b'\t':
+                    break
+                if c == b'"':
+                    in_double = True
+                elif c == b"'":
+                    in_single = True
+                else:
+                    out[length] = c
+                    length += 1
+        argv.append(PyBytes_FromStringAndSize(out, length))
+
+
+cdef str _printable(char c):
+    """The byte as Redis's error reply carries it: CR/LF become spaces, other
+    bytes pass through (non-ASCII as surrogate escapes, see ReplyWriter.error)."""
+    if c == b'\r' or c == b'\n':
+        return " "
+    return PyBytes_FromStringAndSize(&c, 1).decode("utf-8", "surrogateescape")
+
+
+cdef class RequestParser:
+    """Incremental RESP request parser owning a connection's input buffer.
+
+    Drive it from an asyncio.BufferedProtocol: get_buffer() / buffer_updated()
+    feed it, next_command() is called in a loop until it returns None. When it
+    returns None with wants_target > 0, a large argument is waiting: give it a
+    writable buffer of exactly that size with set_target().
+    """
+
+    # Input buffer: a bytearray that is replaced, never resized, so a view
+    # handed out by get_buffer() stays valid even if the parser grows.
+    cdef bytearray _buf
+    cdef object _view               # memoryview over _buf
+    cdef char *_data
+    cdef Py_ssize_t _cap
+    cdef Py_ssize_t _start          # first unparsed byte
+    cdef Py_ssize_t _end            # end of received bytes
+    cdef Py_ssize_t _need           # bytes needed from _start before parsing can move on
+    cdef Py_ssize_t _scanned        # bytes of the current header line known to hold no terminator
+    cdef bint _blocked              # a NUL precedes the terminator: the line can never complete
+
+    # Command being assembled
+    cdef list _args                 # None between commands
+    cdef long long _remaining       # bulk arguments still expected
+    cdef long long _bulk_len        # length of the small bulk being received, -1 = header expected
+    cdef Py_ssize_t _skip           # bytes to drop before parsing (the CRLF after a large argument)
+
+    # Large argument received into a caller-supplied target
+    cdef Py_ssize_t _target_len     # 0 = none
+    cdef Py_ssize_t _filled
+    cdef bint _target_set
+    cdef Py_buffer _target_buf
+    cdef object _target_view
+    cdef object _token
+
+    # Sticky error (the connection is dead after one): class and text, raised
+    # afresh each time so no traceback ties the parser into a cycle.
+    cdef object _error_class
+    cdef str _error_text
+    cdef bint _closed               # drop_target() was called: input is ignored from then on
+    cdef long long _max_bulk
+    cdef long long _query_limit
+    cdef Py_ssize_t _threshold
+    cdef bint _authenticated
+
+    def __init__(self, long long proto_max_bulk_len=512 * 1024 * 1024,
+                 Py_ssize_t large_arg_threshold=65536,
+                 long long query_buffer_limit=1024 * 1024 * 1024):
+        if large_arg_threshold < 1:
+            raise ValueError("large_arg_threshold must be positive")
+        self._max_bulk = proto_max_bulk_len
+        self._threshold = large_arg_threshold
+        self._query_limit = query_buffer_limit
+        self._authenticated = True
+        self._new_buffer(INITIAL_BUFFER)
+        self._args = None
+        self._bulk_len = -1
+        self._need = 1
+
+    def __dealloc__(self):
+        if self._target_set:
+            PyBuffer_Release(&self._target_buf)
+
+    cdef int _new_buffer(self, Py_ssize_t capacity) except -1:
+        """Move the unparsed bytes to the front of a fresh buffer."""
+        cdef bytearray fresh = PyByteArray_FromStringAndSize(NULL, capacity)
+        cdef Py_ssize_t unparsed = self._end - self._start
+        if unparsed:
+            memcpy(PyByteArray_AS_STRING(fresh), self._data + self._start, unparsed)
+        self._buf = fresh
+        self._view = memoryview(fresh)
+        self._data = PyByteArray_AS_STRING(fresh)
+        self._cap = capacity
+        self._start = 0
+        self._end = unparsed
+        return 0
+
+    # ---- configuration -------------------------------------------------------
+
+    @property
+    def proto_max_bulk_len(self):
+        return self._max_bulk
+
+    @proto_max_bulk_len.setter
+    def proto_max_bulk_len(self, long long value):
+        self._max_bulk = value
+
+    @property
+    def query_buffer_limit(self):
+        return self._query_limit
+
+    @query_buffer_limit.setter
+    def query_buffer_limit(self, long long value):
+        self._query_limit = value
+
+    @property
+    def large_arg_threshold(self):
+        return self._threshold
+
+    @property
+    def authenticated(self):
+        """False while the client must still authenticate: Redis then refuses
+        more than 10 arguments or bulks longer than 16384 bytes."""
+        return self._authenticated
+
+    @authenticated.setter
+    def authenticated(self, bint value):
+        self._authenticated = value
+
+    # ---- state ---------------------------------------------------------------
+
+    @property
+    def buffered(self):
+        """Bytes received but not yet returned as arguments, including the part
+        of a large argument already in its target (Redis's querybuf length)."""
+        return self._end - self._start + (self._filled if self._target_set else 0)
+
+    @property
+    def wants_target(self):
+        return 0 if self._target_set else self._target_len
+
+    @property
+    def pending_args(self):
+        """Arguments parsed so far of the command being assembled (do not mutate)."""
+        return [] if self._args is None else self._args
+
+    # ---- BufferedProtocol side ---------------------------------------------
+
+    def get_buffer(self, Py_ssize_t sizehint=-1):
+        if self._target_set:
+            return self._target_view[self._filled:]
+        if self._target_len:
+            raise RuntimeError("a large argument waits for set_target()")
+        self._make_room()
+        return self._view[self._end:]
+
+    def buffer_updated(self, Py_ssize_t nbytes):
+        cdef Py_ssize_t held
+        if self._target_set:
+            if nbytes < 0 or nbytes > self._target_len - self._filled:
+                raise ValueError("buffer_updated() beyond the buffer handed out")
+            self._filled += nbytes
+        else:
+            if nbytes < 0 or nbytes > self._cap - self._end:
+                raise ValueError("buffer_updated() beyond the buffer handed out")
+            self._end += nbytes
+        if self._error_class is not None:
+            return
+        # Redis checks right after reading, before parsing anything: the
+        # next next_command() raises, so nothing from this read runs.
+        held = self._end - self._start + (self._filled if self._target_set else 0)
+        if held > self._query_limit:
+            self._error_class = QueryBufferLimit
+            self._error_text = ("query buffer of %d bytes exceeds client-query-buffer-limit %d"
+                                % (held, self._query_limit))
+        elif self._target_set and self._filled == self._target_len:
+            self._finish_target()
+
+    cdef int _make_room(self) except -1:
+        cdef Py_ssize_t unparsed = self._end - self._start
+        if self._error_class is not None or self._closed:
+            # The connection is closing: keep accepting bytes, ignore them.
+            self._start = self._end = 0
+            return 0
+        if unparsed == 0:
+            self._start = self._end = 0
+        if self._need > self._cap:
+            self._new_buffer(max(self._need, 2 * self._cap))
+        elif unparsed == 0:
+            if self._cap > INITIAL_BUFFER and self._need <= INITIAL_BUFFER:
+                self._new_buffer(INITIAL_BUFFER)        # idle again: give memory back
+        elif self._start and (self._cap - self._start < self._need
+                              or self._cap - self._end < MIN_READ):
+            memmove(self._data, self._data + self._start, unparsed)
+            self._start = 0
+            self._end = unparsed
+        return 0
+
+    # ---- large arguments -----------------------------------------------------
+
+    def set_target(self, buf, token):
+        """Receive the waiting large argument into buf (writable, exactly
+        wants_target bytes); token stands in for it in the argument list."""
+        cdef Py_ssize_t n
+        if self._target_len == 0 or self._target_set:
+            raise RuntimeError("no large argument waits for a target")
+        view = memoryview(buf)
+        if view.ndim != 1 or view.format != "B":
+            view = view.cast("B")
+        # The pointer comes from buf itself, not from the view handed out
+        # by get_buffer(), so that view never has exports of its own.
+        PyObject_GetBuffer(buf, &self._target_buf, PyBUF_WRITABLE)
+        if self._target_buf.len != self._target_len:
+            n = self._target_buf.len
+            PyBuffer_Release(&self._target_buf)
+            raise ValueError("target has %d bytes, the argument %d" % (n, self._target_len))
+        self._target_set = True
+        self._target_view = view
+        self._token = token
+        n = min(self._end - self._start, self._target_len)
+        memcpy(self._target_buf.buf, self._data + self._start, n)
+        self._start += n
+        self._filled = n
+        if n == self._target_len:
+            self._finish_target()
+
+    def drop_target(self):
+        """The connection is closing: abandon the unfinished large argument
+        and ignore all input from now on (next_command() returns None).
+        Returns the abandoned argument's token (None if none was set), so the
+        caller can release its target; pending_args stays readable for the
+        tokens of the command's completed large arguments."""
+        token = self._token
+        self._release_target()
+        self._closed = True
+        self._start = self._end = 0
+        return token
+
+    cdef int _finish_target(self) except -1:
+        self._args.append(self._token)
+        self._release_target()
+        self._remaining -= 1
+        self._skip = 2          # the CRLF after the argument, not checked (as Redis)
+        return 0
+
+    cdef void _release_target(self) noexcept:
+        if self._target_set:
+            PyBuffer_Release(&self._target_buf)
+            self._target_set = False
+        self._target_view = None
+        self._token = None
+        self._target_len = 0
+        self._filled = 0
+
+    # ---- parsing -------------------------------------------------------------
+
+    def next_command(self):
+        """The next complete command's arguments, or None when more input (or
+        a target, see wants_target) is needed. Raises ProtocolError, or
+        QueryBufferLimit when the last read went over the limit."""
+        if self._error_class is not None:
+            raise self._error_class(self._error_text)
+        if self._closed:
+            return None
+        return self._advance()
+
+    cdef int _fail(self, str message) except -1:
+        self._error_class = ProtocolError
+        self._error_text = "Protocol error: " + message
+        raise ProtocolError(self._error_text)
+
+    cdef Py_ssize_t _find_line(self, char terminator) noexcept:
+        """Offset from _start of the line terminator, -1 if not (yet) found.
+        Like Redis's strchr() on its query buffer, a NUL byte before the
+        terminator hides it for good."""
+        cdef const char *base = self._data + self._start
+        cdef Py_ssize_t unparsed = self._end - self._start
+        cdef const char *hit
+        cdef Py_ssize_t limit
+        if self._blocked:
+            return -1
+        hit = <const char *>memchr(base + self._scanned, terminator, unparsed - self._scanned)
+        limit = hit - base if hit != NULL else unparsed
+        if memchr(base + self._scanned, 0, limit - self._scanned) != NULL:
+            self._blocked = True
+            return -1
+        self._scanned = limit
+        return limit if hit != NULL else -1
+
+    cdef object _advance(self):
+        cdef const char *base
+        cdef Py_ssize_t unparsed, line, n
+        cdef long long length = 0
+        cdef list argv
+        while True:
+            if self._target_len:
+                return None
+            if self._skip:
+                n = min(self._skip, self._end - self._start)
+                self._start += n
+                self._skip -= n
+                if self._skip:
+                    self._need = self._skip
+                    return None
+            if self._args is not None and self._remaining == 0:
+                argv = self._args
+                self._args = None
+                return argv
+            base = self._data + self._start
+            unparsed = self._end - self._start
+
+            if self._args is None:
+                if unparsed == 0:
+                    self._need = 1
+                    return None
+                if base[0] == b'*':
+                    line = self._find_line(b'\r')
+                    if line < 0 or line > unparsed - 2:
+                        if line < 0 and unparsed > LINE_MAX:
+                            self._fail("too big mbulk count string")
+                        self._need = unparsed + 1
+                        return None
+                    if not _parse_length(base + 1, line - 1, &length) or length > MAX_MULTIBULK:
+                        self._fail("invalid multibulk length")
+                    if length > UNAUTH_MAX_ARGS and not self._authenticated:
+                        self._fail("unauthenticated multibulk length")
+                    self._start += line + 2
+                    self._scanned = 0
+                    if length > 0:         # *0 and negative counts are ignored
+                        self._remaining = length
+                        self._args = []
+                else:
+                    line = self._find_line(b'\n')
+                    if line < 0:
+                        if unparsed > LINE_MAX:
+                            self._fail("too big inline request")
+                        self._need = unparsed + 1
+                        return None
+                    n = line - 1 if line > 0 and base[line - 1] == b'\r' else line
+                    argv = _split_inline(base, n)
+                    if argv is None:
+                        self._fail("unbalanced quotes in request")
+                    self._start += line + 1
+                    self._scanned = 0
+                    if argv:                # blank lines are ignored
+                        return argv
+
+            elif self._bulk_len < 0:
+                line = self._find_line(b'\r')
+                if line < 0 or line > unparsed - 2:
+                    if line < 0 and unparsed > LINE_MAX:
+                        self._fail("too big bulk count string")
+                    self._need = unparsed + 1
+                    return None
+                if base[0] != b'$':
+                    self._fail("expected '$', got '%s'" % _printable(base[0]))
+                if (not _parse_length(base + 1, line - 1, &length) or length < 0
+                        or length > self._max_bulk):
+                    self._fail("invalid bulk length")
+                if length > UNAUTH_MAX_BULK and not self._authenticated:
+                    self._fail("unauthenticated bulk length")
+                self._start += line + 2
+                self._scanned = 0
+                if length >= self._threshold:
+                    self._target_len = length
+                    return None
+                self._bulk_len = length
+
+            else:
+                n = self._bulk_len
+                if unparsed < n + 2:
+                    self._need = n + 2
+                    return None
+                self._args.append(PyBytes_FromStringAndSize(base, n))
+                self._start += n + 2    # the CRLF is skipped unchecked, as Redis does
+                self._bulk_len = -1
+                self._remaining -= 1
+
+
+# ---- replies ------------------------------------------------------------------
+
+cdef inline Py_ssize_t _format_ll(char *out, long long value) noexcept:
+    cdef char digits[24]
+    cdef Py_ssize_t i = 24
+    cdef unsigned long long u
+    if value < 0:
+        u = <unsigned long long>(-(value + 1)) + 1
+    else:
+        u = <unsigned long long>value
+    while True:
+        i -= 1
+        digits[i] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if value < 0:
+        i -= 1
+        digits[i] = b'-'
+    memcpy(out, digits + i, 24 - i)
+    return 24 - i
+
+
+cdef class ReplyWriter:
+    """Encodes replies for one connection (RESP2 or RESP3) until flush()."""
+
+    cdef char *_buf
+    cdef Py_ssize_t _len
+    cdef Py_ssize_t _cap
+    cdef list _large                # [(position in _buf, object, nbytes)]: sent by reference before _buf[position:]
+    cdef Py_ssize_t _large_bytes
+    cdef list _tokens               # tokens of pinned_bulk() calls not yet handed over
+    cdef int _resp
+    cdef Py_ssize_t _threshold
+    cdef size_t _epoch              # bumped by flush() and discard(): older marks are stale
+
+    def __cinit__(self):
+        self._buf = <char *>PyMem_Malloc(WRITER_INITIAL)
+        if self._buf == NULL:
+            raise MemoryError()
+        self._cap = WRITER_INITIAL
+        self._large = []
+        self._tokens = []
+
+    def __init__(self, int protocol=2, Py_ssize_t large_threshold=65536):
+        self.protocol = protocol
+        self._threshold = large_threshold
+
+    def __dealloc__(self):
+        PyMem_Free(self._buf)
+
+    @property
+    def protocol(self):
+        return self._resp
+
+    @protocol.setter
+    def protocol(self, int value):
+        if value != 2 and value != 3:
+            raise ValueError("protocol must be 2 or 3")
+        self._resp = value
+
+    @property
+    def large_threshold(self):
+        return self._threshold
+
+    @property
+    def pending(self):
+        return self._len + self._large_bytes
+
+    # ---- buffer primitives ---------------------------------------------------
+
+    cdef char *_reserve(self, Py_ssize_t n) except NULL:
+        """Room for n more bytes at the end of the buffer."""
+        cdef Py_ssize_t capacity
+        cdef char *grown
+        if self._len + n > self._cap:
+            capacity = max(2 * self._cap, self._len + n)
+            grown = <char *>PyMem_Realloc(self._buf, capacity)
+            if grown == NULL:
+                raise MemoryError()
+            self._buf = grown
+            self._cap = capacity
+        return self._buf + self._len
+
+    cdef int _put(self, const char *data, Py_ssize_t n) except -1:
+        memcpy(self._reserve(n), data, n)
+        self._len += n
+        return 0
+
+    cdef int _header(self, char kind, long long n) except -1:
+        cdef char *out = self._reserve(24)
+        cdef Py_ssize_t size
+        out[0] = kind
+        size = 1 + _format_ll(out + 1, n)
+        out[size] = b'\r'
+        out[size + 1] = b'\n'
+        self._len += size + 2
+        return 0
+
+    cdef int _queue(self, object obj, Py_ssize_t n) except -1:
+        self._large.append((self._len, obj, n))
+        self._large_bytes += n
+        return 0
+
+    cdef int _null(self) except -1:
+        if self._resp == 3:
+            self._put(b"_\r\n", 3)
+        else:
+            self._put(b"$-1\r\n", 5)
+        return 0
+
+    cdef int _copied_bulk(self, const char *data, Py_ssize_t n) except -1:
+        cdef char *out = self._reserve(n + 26)
+        cdef Py_ssize_t digits
+        out[0] = b'$'
+        digits = _format_ll(out + 1, n)
+        out[1 + digits] = b'\r'
+        out[2 + digits] = b'\n'
+        memcpy(out + 3 + digits, data, n)
+        out[3 + digits + n] = b'\r'
+        out[4 + digits + n] = b'\n'
+        self._len += n + 5 + digits
+        return 0
+
+    cdef int _bulk_from(self, object data) except -1:
+        cdef const char *text
+        cdef Py_ssize_t n
+        cdef Py_buffer view
+        if type(data) is bytes:
+            n = PyBytes_GET_SIZE(data)
+            if n < self._threshold:
+                return self._copied_bulk(PyBytes_AS_STRING(data), n)
+        elif isinstance(data, str):
+            text = PyUnicode_AsUTF8AndSize(data, &n)
+            if n < self._threshold:
+                return self._copied_bulk(text, n)
+            data = data.encode()
+        else:
+            PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+            n = view.len
+            try:
+                if n < self._threshold:
+                    return self._copied_bulk(<const char *>view.buf, n)
+            finally:
+                PyBuffer_Release(&view)
+        self._header(b'$', n)
+        self._queue(data, n)
+        self._put(b"\r\n", 2)
+        return 0
+
+    # ---- replies -------------------------------------------------------------
+
+    def ok(self):
+        self._put(b"+OK\r\n", 5)
+
+    def simple(self, s):
+        cdef bytes data = s.encode() if isinstance(s, str) else bytes(s)
+        self._put(b"+", 1)
+        self._put(data, len(data))
+        self._put(b"\r\n", 2)
+
+    def error(self, s):
+        """-s; CR and LF inside become spaces so the reply stays one line."""
+        cdef bytes data = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+        cdef Py_ssize_t i, n = len(data)
+        cdef char *out = self._reserve(n + 3)
+        cdef const char *src = data
+        out[0] = b'-'
+        for i in range(n):
+            out[i + 1] = b' ' if src[i] == b'\r' or src[i] == b'\n' else src[i]
+        out[n + 1] = b'\r'
+        out[n + 2] = b'\n'
+        self._len += n + 3
+
+    def integer(self, long long n):
+        self._header(b':', n)
+
+    def bulk(self, data):
+        self._bulk_from(data)
+
+    def pinned_bulk(self, view, token):
+        """A value sent by reference (never copied); token (an arena pin) is
+        returned by the flush() that hands the view to the transport."""
+        cdef Py_buffer info
+        cdef Py_ssize_t n
+        PyObject_GetBuffer(view, &info, PyBUF_SIMPLE)
+        n = info.len
+        PyBuffer_Release(&info)
+        self._header(b'$', n)
+        self._queue(view, n)
+        self._put(b"\r\n", 2)
+        self._tokens.append(token)
+
+    def null(self):
+        self._null()
+
+    def null_array(self):
+        if self._resp == 3:
+            self._put(b"_\r\n", 3)
+        else:
+            self._put(b"*-1\r\n", 5)
+
+    def array(self, long long n):
+        self._header(b'*', n)
+
+    def map(self, long long n):
+        if self._resp == 3:
+            self._header(b'%', n)
+        else:
+            self._header(b'*', 2 * n)
+
+    def set(self, long long n):
+        self._header(b'~' if self._resp == 3 else b'*', n)
+
+    def push(self, long long n):
+        self._header(b'>' if self._resp == 3 else b'*', n)
+
+    def double(self, double x):
+        """Redis 7.0's addReplyDouble: "%.17g", infinities spelled inf/-inf."""
+        cdef char text[64]
+        cdef int n
+        if isinf(x):
+            n = snprintf(text, sizeof(text), "inf" if x > 0 else "-inf")
+        else:
+            n = snprintf(text, sizeof(text), "%.17g", x)
+        if self._resp == 3:
+            self._put(b",", 1)
+            self._put(text, n)
+            self._put(b"\r\n", 2)
+        else:
+            self._header(b'$', n)
+            self._put(text, n)
+            self._put(b"\r\n", 2)
+
+    def boolean(self, b):
+        if self._resp == 3:
+            self._put(b"#t\r\n" if b else b"#f\r\n", 4)
+        else:
+            self._put(b":1\r\n" if b else b":0\r\n", 4)
+
+    def verbatim(self, text, fmt="txt"):
+        """RESP3 verbatim string (=len, "fmt:" + text); RESP2 a bulk string."""
+        cdef bytes data, kind
+        if self._resp == 2:
+            self._bulk_from(text)
+            return
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        kind = fmt.encode() if isinstance(fmt, str) else bytes(fmt)
+        if len(kind) != 3:
+            raise ValueError("a verbatim format has 3 characters")
+        self._header(b'=', len(data) + 4)
+        self._put(kind, 3)
+        self._put(b":", 1)
+        self._put(data, len(data))
+        self._put(b"\r\n", 2)
+
+    def bulk_array(self, items):
+        if not isinstance(items, (list, tuple)):
+            items = list(items)
+        self._header(b'*', len(items))
+        for item in items:
+            if item is None:
+                self._null()
+            else:
+                self._bulk_from(item)
+
+    def raw(self, data):
+        cdef Py_buffer view
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            self._put(<const char *>view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
+
+    # ---- rollback and flush --------------------------------------------------
+
+    def mark(self):
+        """A point to roll back to (valid until the next flush)."""
+        return (self._epoch, self._len, len(self._large), len(self._tokens))
+
+    def rollback(self, mark):
+        """Drop everything written since mark; returns the tokens of the
+        dropped pinned_bulk() calls, for the caller to unpin."""
+        epoch, length, large, tokens = mark
+        if epoch != self._epoch:
+            raise ValueError("mark predates the last flush")
+        for item in self._large[large:]:
+            self._large_bytes -= item[2]
+        del self._large[large:]
+        dropped = self._tokens[tokens:]
+        del self._tokens[tokens:]
+        self._len = length
+        return dropped
+
+    def discard(self):
+        """Drop everything pending (connection lost); returns all tokens."""
+        dropped = self.rollback((self._epoch, 0, 0, 0))
+        self._epoch += 1
+        return dropped
+
+    def flush(self, transport):
+        """Hand everything to transport.writelines() in order and reset;
+        returns the tokens of the pinned_bulk() calls handed over."""
+        cdef list parts
+        cdef Py_ssize_t previous = 0, position
+        if self._len == 0 and not self._large:
+            return []
+        parts = []
+        for position, obj, _ in self._large:
+            if position > previous:
+                parts.append(PyBytes_FromStringAndSize(self._buf + previous, position - previous))
+            parts.append(obj)
+            previous = position
+        if self._len > previous:
+            parts.append(PyBytes_FromStringAndSize(self._buf + previous, self._len - previous))
+        transport.writelines(parts)
+        tokens = self._tokens
+        self._tokens = []
+        self._large = []
+        self._large_bytes = 0
+        self._len = 0
+        self._epoch += 1
+        if self._cap > WRITER_KEEP:
+            PyMem_Free(self._buf)
+            self._buf = <char *>PyMem_Malloc(WRITER_INITIAL)
+            self._cap = WRITER_INITIAL
+            if self._buf == NULL:
+                self._cap = 0
+                raise MemoryError()
+        return tokens

@@ -1,0 +1,2145 @@
+# cython: freethreading_compatible = False
+"""The arena: one mmap'ed region holding a whole cache (see docs/internals.md, section 1).
+
+Layout: superblock (64 KiB) | index (u64 bucket array) | heap (boundary-tagged blocks).
+Every link is an offset from the start of the mapping, so another process (or
+this one after a restart) can map the same bytes and follow them.
+
+The allocator, index, LRU and expiry logic is plain C (below), so the hot paths
+run without touching Python objects; the Arena class is a thin wrapper that
+turns buffers into pointers and error codes into exceptions.
+
+Not thread-safe: callers run every method on one thread (the event loop). Views
+returned by view()/slot() point straight into the mapping and must not be used
+after close().
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact, PyBytes_FromStringAndSize
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
+from libc.string cimport memcmp, memcpy, memset
+from libc.errno cimport EAGAIN
+from posix.unistd cimport close as close_fd
+
+import os
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
+    int PyBUF_WRITE
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #include <stdlib.h>
+    #include <errno.h>
+    #include <time.h>
+    #include <fcntl.h>
+    #include <unistd.h>
+    #include <stddef.h>
+    #include <sys/mman.h>
+    #include <sys/stat.h>
+    #include <sys/file.h>
+    #include <sys/syscall.h>
+
+    #ifndef MADV_POPULATE_WRITE
+    #define MADV_POPULATE_WRITE 23
+    #endif
+    #ifndef MADV_HUGEPAGE
+    #define MADV_HUGEPAGE 14
+    #endif
+
+    #define CX_LAYOUT_VERSION 1u
+    #define CX_SUPER_BYTES 65536ull
+    #define CX_HDR 96ull            /* entry header; the key follows it */
+    #define CX_MIN_BLOCK 64ull
+    #define CX_NDB 256
+    #define CX_NTENANT 64
+    #define CX_NCLASS 384           /* free-list size classes */
+    #define CX_MAP_WORDS (CX_NCLASS / 64)
+    #define CX_BYTES_PER_BUCKET 2048ull
+    #define CX_MIN_BUCKETS 1024ull
+
+    /* block states, kept in the low 6 bits of the header word (sizes are multiples of 64) */
+    enum { CX_FREE = 1, CX_RESERVED = 2, CX_LIVE = 3, CX_ZOMBIE = 4 };
+    enum { CX_NOEVICTION, CX_ALLKEYS_LRU, CX_VOLATILE_LRU, CX_ALLKEYS_RANDOM,
+           CX_VOLATILE_RANDOM, CX_VOLATILE_TTL, CX_ALLKEYS_LFU, CX_VOLATILE_LFU };
+    /* attach verdicts */
+    enum { CX_OK = 0, CX_ZERO, CX_BAD_MAGIC, CX_BAD_VERSION, CX_BAD_CHECKSUM, CX_BAD_SIZE, CX_BAD_GEOMETRY };
+
+    #define CX_SIZE(w) ((w) & ~63ull)
+    #define CX_STATE(w) ((unsigned)((w) & 63ull))
+    #define CX_E(base, off) ((cx_entry *)((base) + (off)))
+    #define CX_KEY(e) ((uint8_t *)(e) + CX_HDR)
+    #define CX_VAL(e) ((uint8_t *)(e) + CX_HDR + (e)->key_cap)
+
+    typedef struct {
+        uint64_t size_state;     /* block size | state */
+        uint64_t chain_next;     /* next entry in the hash bucket */
+        uint64_t lru_prev, lru_next;
+        int64_t expire_at;       /* ms since the epoch, -1 = persistent */
+        int64_t last_access;     /* ms since the epoch */
+        uint64_t value_len;
+        uint64_t generation;
+        uint64_t hash;           /* hash of (physical db, key) */
+        uint32_t key_len;
+        uint32_t key_cap;        /* key area size: header + key_cap is 64-byte aligned */
+        uint32_t pins;
+        uint32_t checksum;       /* over the fields above except links, pins, last_access */
+        uint16_t db;             /* physical db */
+        uint8_t type;
+        uint8_t lfu;             /* logarithmic access counter */
+        uint16_t tenant;
+        uint16_t lfu_minutes;    /* time of the last LFU update, minutes mod 2^16 */
+    } cx_entry;
+
+    typedef struct { uint64_t size_state, next, prev; } cx_freeblk;
+
+    typedef struct {
+        uint64_t head[2], tail[2];        /* LRU lists: [0] persistent, [1] volatile; head = most recent */
+        uint64_t list_bytes[2];
+        uint64_t used_bytes, keys, volatile_keys, quota;
+        uint64_t hits, misses, expired, evicted;
+        uint64_t spare[2];
+    } cx_tenant;
+
+    typedef struct {
+        /* geometry: written once by format, covered by the checksum */
+        char magic[8];
+        uint32_t version;
+        uint32_t checksum;
+        uint64_t arena_size, index_off, index_buckets, heap_off, heap_size, hash_seed, formatted_ms;
+        uint64_t geometry_spare[7];
+        /* mutable state; every counter is recomputed by a rebuild */
+        uint64_t clean;
+        uint64_t generation;
+        uint64_t expire_cursor;
+        uint64_t hits, misses, expired, evicted;
+        uint64_t heap_used, dataset, entries, reserved, zombies, pinned;
+        uint64_t free_map[CX_MAP_WORDS];
+        uint64_t free_head[CX_NCLASS];
+        uint8_t db_map[CX_NDB];           /* logical -> physical db */
+        uint64_t db_keys[CX_NDB], db_volatile[CX_NDB];
+        cx_tenant tenants[CX_NTENANT];
+    } cx_super;
+
+    typedef struct {
+        int policy;
+        int samples;
+        uint64_t maxmemory;
+        uint64_t *rng;
+    } cx_cfg;
+
+    _Static_assert(sizeof(cx_entry) == CX_HDR, "entry header size");
+    _Static_assert(sizeof(cx_tenant) == 128, "tenant slot size");
+    _Static_assert(offsetof(cx_super, clean) == 128, "geometry block size");
+    _Static_assert(sizeof(cx_super) <= CX_SUPER_BYTES, "superblock too large");
+
+    #define CX_SB(base) ((cx_super *)(base))
+    #define CX_BUCKETS(base) ((uint64_t *)((base) + CX_SB(base)->index_off))
+
+    static inline void cx_store(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+    static inline int64_t cx_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    }
+
+    /* ---- hashing: 64x64->128 multiply-fold mixing ---- */
+    #define CX_K0 0x9E3779B97F4A7C15ull
+    #define CX_K1 0xC2B2AE3D27D4EB4Full
+    #define CX_K2 0x165667B19E3779F9ull
+    #define CX_K3 0xD6E8FEB86659FD93ull
+
+    static inline uint64_t cx_fold(uint64_t a, uint64_t b) {
+        __uint128_t r = (__uint128_t)a * b;
+        return (uint64_t)r ^ (uint64_t)(r >> 64);
+    }
+    static inline uint64_t cx_rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+    static inline uint64_t cx_rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+    static uint64_t cx_hash_bytes(const uint8_t *p, size_t n, uint64_t seed) {
+        uint64_t a, b, state = cx_fold(seed ^ CX_K0, CX_K1 ^ (uint64_t)n);
+        if (n > 16) {
+            size_t left = n;
+            while (left > 16) {
+                state = cx_fold(cx_rd64(p) ^ CX_K1, cx_rd64(p + 8) ^ state);
+                p += 16;
+                left -= 16;
+            }
+            /* the last 16 bytes, overlapping the previous chunk when short */
+            a = cx_rd64(p + left - 16);
+            b = cx_rd64(p + left - 8);
+        } else if (n >= 8) {
+            a = cx_rd64(p);
+            b = cx_rd64(p + n - 8);
+        } else if (n >= 4) {
+            a = cx_rd32(p);
+            b = cx_rd32(p + n - 4);
+        } else if (n > 0) {
+            a = ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
+            b = 0;
+        } else {
+            a = b = 0;
+        }
+        return cx_fold(state ^ CX_K2, cx_fold(a ^ CX_K1, b ^ CX_K3 ^ state));
+    }
+
+    static inline uint64_t cx_key_hash(const cx_super *sb, unsigned pdb, const uint8_t *key, size_t klen) {
+        return cx_hash_bytes(key, klen, sb->hash_seed + (uint64_t)pdb * CX_K2);
+    }
+
+    static uint32_t cx_entry_sum(const cx_entry *e) {
+        uint64_t h = cx_fold(CX_SIZE(e->size_state) ^ CX_K0, (uint64_t)e->expire_at ^ CX_K1);
+        h = cx_fold(h ^ e->value_len, e->generation ^ CX_K2);
+        h = cx_fold(h ^ e->hash, (((uint64_t)e->key_len << 32) | e->key_cap) ^ CX_K3);
+        h = cx_fold(h ^ ((uint64_t)e->db | ((uint64_t)e->type << 16) | ((uint64_t)e->tenant << 32)), CX_K0);
+        return (uint32_t)(h ^ (h >> 32));
+    }
+
+    static uint32_t cx_super_sum(const cx_super *sb) {
+        uint8_t g[128];
+        memcpy(g, sb, sizeof g);
+        memset(g + offsetof(cx_super, checksum), 0, 4);
+        uint64_t h = cx_hash_bytes(g, sizeof g, CX_K3);
+        return (uint32_t)(h ^ (h >> 32));
+    }
+
+    static inline uint64_t cx_rand(uint64_t *s) {
+        uint64_t x = *s;
+        x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+        *s = x;
+        return x * 0x2545F4914F6CDD1Dull;
+    }
+
+    /* ---- entry geometry ---- */
+    static inline uint64_t cx_key_area(uint64_t key_cap) { return ((CX_HDR + key_cap + 63) & ~63ull) - CX_HDR; }
+    /* header + key area + value + the 8-byte footer (boundary tag) */
+    static inline uint64_t cx_block_bytes(uint64_t key_area, uint64_t value_cap) {
+        return (CX_HDR + key_area + value_cap + 8 + 63) & ~63ull;
+    }
+    static inline uint64_t cx_value_cap(const cx_entry *e) {
+        return CX_SIZE(e->size_state) - CX_HDR - e->key_cap - 8;
+    }
+    static inline void cx_footer(char *base, uint64_t off, uint64_t size) {
+        *(uint64_t *)(base + off + size - 8) = size;
+    }
+
+    /* ---- free lists: segregated by size class, with a bitmap of non-empty classes ---- */
+    static inline unsigned cx_class(uint64_t size) {
+        uint64_t u = size >> 6;
+        if (u < 64) return (unsigned)u;
+        unsigned top = 63u - (unsigned)__builtin_clzll(u);
+        unsigned c = 64u + (top - 6u) * 8u + (unsigned)((u >> (top - 3u)) & 7u);
+        return c < CX_NCLASS ? c : CX_NCLASS - 1;
+    }
+
+    static void cx_free_push(char *base, uint64_t off, uint64_t size) {
+        cx_super *sb = CX_SB(base);
+        unsigned c = cx_class(size);
+        cx_freeblk *f = (cx_freeblk *)(base + off);
+        f->prev = 0;
+        f->next = sb->free_head[c];
+        if (f->next) ((cx_freeblk *)(base + f->next))->prev = off;
+        sb->free_head[c] = off;
+        sb->free_map[c >> 6] |= 1ull << (c & 63);
+    }
+
+    static void cx_free_remove(char *base, uint64_t off) {
+        cx_super *sb = CX_SB(base);
+        cx_freeblk *f = (cx_freeblk *)(base + off);
+        unsigned c = cx_class(CX_SIZE(f->size_state));
+        if (f->prev) ((cx_freeblk *)(base + f->prev))->next = f->next;
+        else sb->free_head[c] = f->next;
+        if (f->next) ((cx_freeblk *)(base + f->next))->prev = f->prev;
+        if (!sb->free_head[c]) sb->free_map[c >> 6] &= ~(1ull << (c & 63));
+    }
+
+    /* first non-empty class strictly above c, or CX_NCLASS */
+    static unsigned cx_class_above(const cx_super *sb, unsigned c) {
+        unsigned w = (c + 1) >> 6;
+        if (w >= CX_MAP_WORDS) return CX_NCLASS;
+        uint64_t bits = sb->free_map[w] & (~0ull << ((c + 1) & 63));
+        for (;;) {
+            if (bits) return w * 64 + (unsigned)__builtin_ctzll(bits);
+            if (++w >= CX_MAP_WORDS) return CX_NCLASS;
+            bits = sb->free_map[w];
+        }
+    }
+
+    /* Take a block of exactly `need` bytes (a multiple of 64) from the free lists;
+       returns its offset with state RESERVED, or 0. Good fit: a first fit among the
+       first few blocks of the request's own class, else any block of a higher class
+       (all of which are big enough), else the rest of the own class. */
+    static uint64_t cx_heap_alloc(char *base, uint64_t need) {
+        cx_super *sb = CX_SB(base);
+        unsigned c = cx_class(need);
+        uint64_t off = 0, cur = sb->free_head[c];
+        int steps = 0;
+        for (; cur && steps < 16; steps++, cur = ((cx_freeblk *)(base + cur))->next)
+            if (CX_SIZE(*(uint64_t *)(base + cur)) >= need) { off = cur; break; }
+        if (!off) {
+            unsigned up = cx_class_above(sb, c);
+            if (up < CX_NCLASS) off = sb->free_head[up];
+        }
+        for (; !off && cur; cur = ((cx_freeblk *)(base + cur))->next)
+            if (CX_SIZE(*(uint64_t *)(base + cur)) >= need) off = cur;
+        if (!off) return 0;
+        cx_free_remove(base, off);
+        uint64_t size = CX_SIZE(*(uint64_t *)(base + off));
+        if (size - need >= CX_MIN_BLOCK) {
+            /* the remainder's header is written before the first block shrinks, so a
+               heap walk is valid at every instant */
+            uint64_t rest = off + need, rsize = size - need;
+            *(uint64_t *)(base + rest) = rsize | CX_FREE;
+            cx_footer(base, rest, rsize);
+            cx_free_push(base, rest, rsize);
+            size = need;
+        }
+        cx_store((uint64_t *)(base + off), size | CX_RESERVED);
+        cx_footer(base, off, size);
+        sb->heap_used += size;
+        return off;
+    }
+
+    /* Return a block to the heap, merging it with free neighbours; returns the
+       offset of the resulting free block. */
+    static uint64_t cx_heap_free(char *base, uint64_t off) {
+        cx_super *sb = CX_SB(base);
+        uint64_t size = CX_SIZE(*(uint64_t *)(base + off));
+        uint64_t heap_end = sb->heap_off + sb->heap_size;
+        sb->heap_used -= size;
+        uint64_t right = off + size;
+        if (right < heap_end && CX_STATE(*(uint64_t *)(base + right)) == CX_FREE) {
+            cx_free_remove(base, right);
+            size += CX_SIZE(*(uint64_t *)(base + right));
+        }
+        cx_store((uint64_t *)(base + off), size | CX_FREE);
+        if (off > sb->heap_off) {
+            uint64_t lsize = *(uint64_t *)(base + off - 8);
+            if (lsize >= CX_MIN_BLOCK && !(lsize & 63) && lsize <= off - sb->heap_off) {
+                uint64_t left = off - lsize;
+                uint64_t lw = *(uint64_t *)(base + left);
+                if (CX_STATE(lw) == CX_FREE && CX_SIZE(lw) == lsize) {
+                    cx_free_remove(base, left);
+                    off = left;
+                    size += lsize;
+                    cx_store((uint64_t *)(base + off), size | CX_FREE);
+                }
+            }
+        }
+        cx_footer(base, off, size);
+        cx_free_push(base, off, size);
+        return off;
+    }
+
+    /* ---- index ---- */
+    static uint64_t cx_find(char *base, uint64_t h, unsigned pdb, const uint8_t *key, size_t klen, uint64_t **link) {
+        cx_super *sb = CX_SB(base);
+        uint64_t *slot = &CX_BUCKETS(base)[h & (sb->index_buckets - 1)];
+        for (uint64_t cur = *slot; cur; cur = *slot) {
+            cx_entry *e = CX_E(base, cur);
+            if (e->hash == h && e->key_len == klen && e->db == pdb && memcmp(CX_KEY(e), key, klen) == 0) {
+                if (link) *link = slot;
+                return cur;
+            }
+            slot = &e->chain_next;
+        }
+        return 0;
+    }
+
+    static void cx_index_unlink(char *base, uint64_t off) {
+        cx_entry *e = CX_E(base, off);
+        uint64_t *slot = &CX_BUCKETS(base)[e->hash & (CX_SB(base)->index_buckets - 1)];
+        while (*slot && *slot != off) slot = &CX_E(base, *slot)->chain_next;
+        if (*slot) cx_store(slot, e->chain_next);
+    }
+
+    static void cx_index_push(char *base, uint64_t off) {
+        cx_entry *e = CX_E(base, off);
+        uint64_t *slot = &CX_BUCKETS(base)[e->hash & (CX_SB(base)->index_buckets - 1)];
+        e->chain_next = *slot;
+        cx_store(slot, off);
+    }
+
+    /* ---- LRU lists ---- */
+    static inline int cx_list_of(const cx_entry *e) { return e->expire_at != -1; }
+
+    static void cx_lru_push(char *base, uint64_t off) {
+        cx_entry *e = CX_E(base, off);
+        cx_tenant *t = &CX_SB(base)->tenants[e->tenant];
+        int l = cx_list_of(e);
+        e->lru_prev = 0;
+        e->lru_next = t->head[l];
+        if (t->head[l]) CX_E(base, t->head[l])->lru_prev = off;
+        else t->tail[l] = off;
+        t->head[l] = off;
+        t->list_bytes[l] += CX_SIZE(e->size_state);
+    }
+
+    static void cx_lru_unlink(char *base, uint64_t off) {
+        cx_entry *e = CX_E(base, off);
+        cx_tenant *t = &CX_SB(base)->tenants[e->tenant];
+        int l = cx_list_of(e);
+        if (e->lru_prev) CX_E(base, e->lru_prev)->lru_next = e->lru_next;
+        else t->head[l] = e->lru_next;
+        if (e->lru_next) CX_E(base, e->lru_next)->lru_prev = e->lru_prev;
+        else t->tail[l] = e->lru_prev;
+        e->lru_prev = e->lru_next = 0;
+        t->list_bytes[l] -= CX_SIZE(e->size_state);
+    }
+
+    /* entry counters, +1 when an entry becomes live, -1 when it stops being live */
+    static void cx_account(char *base, const cx_entry *e, int add) {
+        cx_super *sb = CX_SB(base);
+        cx_tenant *t = &sb->tenants[e->tenant];
+        uint64_t one = add ? 1 : (uint64_t)-1;
+        uint64_t bytes = (uint64_t)e->key_len + e->value_len, size = CX_SIZE(e->size_state);
+        sb->entries += one;
+        sb->dataset += add ? bytes : (uint64_t)0 - bytes;
+        sb->db_keys[e->db] += one;
+        t->keys += one;
+        t->used_bytes += add ? size : (uint64_t)0 - size;
+        if (e->expire_at != -1) {
+            sb->db_volatile[e->db] += one;
+            t->volatile_keys += one;
+        }
+    }
+
+    /* ---- LFU: 8-bit logarithmic counter with a decay of one per idle minute ---- */
+    #define CX_LFU_INIT 5
+    #define CX_LFU_LOG_FACTOR 10
+    static inline uint16_t cx_minutes(int64_t now) { return (uint16_t)((uint64_t)now / 60000u); }
+    static inline unsigned cx_lfu_value(const cx_entry *e, int64_t now) {
+        unsigned idle = (uint16_t)(cx_minutes(now) - e->lfu_minutes);
+        return idle >= e->lfu ? 0 : e->lfu - idle;
+    }
+    static void cx_lfu_touch(cx_entry *e, int64_t now, uint64_t *rng) {
+        unsigned c = cx_lfu_value(e, now);
+        if (c < 255) {
+            double base_val = c > CX_LFU_INIT ? (double)(c - CX_LFU_INIT) : 0.0;
+            double r = (double)(cx_rand(rng) >> 11) * (1.0 / 9007199254740992.0);
+            if (r < 1.0 / (base_val * CX_LFU_LOG_FACTOR + 1.0)) c++;
+        }
+        e->lfu = (uint8_t)c;
+        e->lfu_minutes = cx_minutes(now);
+    }
+
+    /* ---- entry lifecycle ---- */
+
+    /* Stop `off` being live: marked non-live first, then unlinked; freed now, or
+       left as a zombie until its last unpin. */
+    static void cx_drop(char *base, uint64_t off, int in_index) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        cx_store(&e->size_state, CX_SIZE(e->size_state) | CX_ZOMBIE);
+        if (in_index) cx_index_unlink(base, off);
+        cx_lru_unlink(base, off);
+        cx_account(base, e, 0);
+        if (e->pins) sb->zombies++;
+        else cx_heap_free(base, off);
+    }
+
+    static void cx_pin(char *base, uint64_t off) {
+        cx_entry *e = CX_E(base, off);
+        if (e->pins++ == 0) CX_SB(base)->pinned++;
+    }
+
+    static void cx_unpin(char *base, uint64_t off) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        if (--e->pins) return;
+        sb->pinned--;
+        if (CX_STATE(e->size_state) == CX_ZOMBIE) {
+            sb->zombies--;
+            cx_heap_free(base, off);
+        }
+    }
+
+    /* `off` (live) gets a new generation and header checksum after an in-place change */
+    static void cx_reseal(char *base, uint64_t off) {
+        cx_entry *e = CX_E(base, off);
+        e->generation = ++CX_SB(base)->generation;
+        e->checksum = cx_entry_sum(e);
+    }
+
+    static int cx_expired(const cx_entry *e, int64_t now) { return e->expire_at != -1 && e->expire_at < now; }
+
+    /* ---- eviction ---- */
+    static uint64_t cx_lru_oldest(char *base, uint64_t cur) {
+        while (cur && CX_E(base, cur)->pins) cur = CX_E(base, cur)->lru_prev;
+        return cur;
+    }
+
+    /* A random entry (of physical db `db` unless -1; volatile only; unpinned only).
+       Buckets are drawn at random until one holds a match, so every non-empty bucket
+       is equally likely however the entries are spread; after a budget proportional
+       to the expected number of draws it falls back to a scan from a random bucket. */
+    static inline int cx_eligible(const cx_entry *e, int db, int volatile_only, int unpinned_only) {
+        return (db < 0 || e->db == db) && (!volatile_only || e->expire_at != -1) && (!unpinned_only || !e->pins);
+    }
+    static uint64_t cx_pick_in_bucket(char *base, uint64_t head, uint64_t *rng, int db, int vol, int unp) {
+        uint64_t n = 0, cur;
+        for (cur = head; cur; cur = CX_E(base, cur)->chain_next) n += cx_eligible(CX_E(base, cur), db, vol, unp);
+        if (!n) return 0;
+        uint64_t pick = cx_rand(rng) % n;
+        for (cur = head; cur; cur = CX_E(base, cur)->chain_next)
+            if (cx_eligible(CX_E(base, cur), db, vol, unp) && pick-- == 0) return cur;
+        return 0;
+    }
+    static uint64_t cx_random_entry(char *base, uint64_t *rng, int db, int volatile_only, int unpinned_only) {
+        cx_super *sb = CX_SB(base);
+        uint64_t *bk = CX_BUCKETS(base), mask = sb->index_buckets - 1, found, b, i;
+        uint64_t candidates = db >= 0 ? sb->db_keys[db] : sb->entries;
+        if (!candidates) return 0;
+        uint64_t budget = 8 * (sb->index_buckets / candidates + 1);
+        if (budget > (1u << 16)) budget = 1u << 16;
+        for (i = 0; i < budget; i++) {
+            b = cx_rand(rng) & mask;
+            if (bk[b] && (found = cx_pick_in_bucket(base, bk[b], rng, db, volatile_only, unpinned_only))) return found;
+        }
+        b = cx_rand(rng) & mask;
+        for (i = 0; i <= mask; i++, b = (b + 1) & mask)
+            if (bk[b] && (found = cx_pick_in_bucket(base, bk[b], rng, db, volatile_only, unpinned_only))) return found;
+        return 0;
+    }
+
+    static uint64_t cx_victim(char *base, const cx_cfg *cfg, int64_t now) {
+        cx_tenant *t = &CX_SB(base)->tenants[0];
+        uint64_t a, b, best = 0;
+        int i;
+        switch (cfg->policy) {
+        case CX_ALLKEYS_LRU:
+            a = cx_lru_oldest(base, t->tail[0]);
+            b = cx_lru_oldest(base, t->tail[1]);
+            if (!a || !b) return a ? a : b;
+            return CX_E(base, a)->last_access <= CX_E(base, b)->last_access ? a : b;
+        case CX_VOLATILE_LRU:
+            return cx_lru_oldest(base, t->tail[1]);
+        case CX_ALLKEYS_RANDOM:
+        case CX_VOLATILE_RANDOM:
+            return cx_random_entry(base, cfg->rng, -1, cfg->policy == CX_VOLATILE_RANDOM, 1);
+        case CX_VOLATILE_TTL:
+            for (i = 0; i < cfg->samples; i++) {
+                a = cx_random_entry(base, cfg->rng, -1, 1, 1);
+                if (!a) break;
+                if (!best || CX_E(base, a)->expire_at < CX_E(base, best)->expire_at) best = a;
+            }
+            return best;
+        case CX_ALLKEYS_LFU:
+        case CX_VOLATILE_LFU:
+            for (i = 0; i < cfg->samples; i++) {
+                a = cx_random_entry(base, cfg->rng, -1, cfg->policy == CX_VOLATILE_LFU, 1);
+                if (!a) break;
+                if (!best) { best = a; continue; }
+                unsigned fa = cx_lfu_value(CX_E(base, a), now), fb = cx_lfu_value(CX_E(base, best), now);
+                if (fa < fb || (fa == fb && CX_E(base, a)->last_access < CX_E(base, best)->last_access)) best = a;
+            }
+            return best;
+        default:
+            return 0;
+        }
+    }
+
+    /* Allocate `need` bytes, evicting per policy until the block fits under the
+       memory limit and in one free block. 0 = out of memory; nothing is evicted
+       when it is clear up front that eviction cannot make room. */
+    static uint64_t cx_alloc_room(char *base, uint64_t need, const cx_cfg *cfg, int64_t now) {
+        cx_super *sb = CX_SB(base);
+        cx_tenant *t = &sb->tenants[0];
+        uint64_t limit = cfg->maxmemory && cfg->maxmemory < sb->heap_size ? cfg->maxmemory : sb->heap_size;
+        uint64_t evictable;
+        if (need > limit) return 0;
+        switch (cfg->policy) {
+        case CX_NOEVICTION: evictable = 0; break;
+        case CX_VOLATILE_LRU: case CX_VOLATILE_RANDOM: case CX_VOLATILE_TTL: case CX_VOLATILE_LFU:
+            evictable = t->list_bytes[1]; break;
+        default: evictable = t->list_bytes[0] + t->list_bytes[1];
+        }
+        if (sb->heap_used + need > limit + evictable) return 0;
+        for (;;) {
+            if (sb->heap_used + need <= limit) {
+                uint64_t off = cx_heap_alloc(base, need);
+                if (off) return off;
+            }
+            if (cfg->policy == CX_NOEVICTION) return 0;
+            uint64_t v = cx_victim(base, cfg, now);
+            if (!v) return 0;
+            cx_drop(base, v, 1);
+            sb->evicted++;
+            t->evicted++;
+        }
+    }
+
+    /* A reserved block with room for a key of key_cap bytes and value_cap bytes of
+       value; value_len is set to value_len. 0 = out of memory. */
+    static uint64_t cx_reserve(char *base, uint64_t key_cap, uint64_t value_cap, uint64_t value_len,
+                               const cx_cfg *cfg, int64_t now) {
+        if (key_cap > CX_SB(base)->heap_size || value_cap > CX_SB(base)->heap_size) return 0;
+        uint64_t area = cx_key_area(key_cap);
+        uint64_t off = cx_alloc_room(base, cx_block_bytes(area, value_cap), cfg, now);
+        if (!off) return 0;
+        cx_entry *e = CX_E(base, off);
+        e->chain_next = e->lru_prev = e->lru_next = 0;
+        e->expire_at = -1;
+        e->last_access = now;
+        e->value_len = value_len;
+        e->generation = 0;
+        e->hash = 0;
+        e->key_len = 0;
+        e->key_cap = (uint32_t)area;
+        e->pins = 0;
+        e->checksum = 0;
+        e->db = 0;
+        e->type = 0;
+        e->lfu = CX_LFU_INIT;
+        e->tenant = 0;
+        e->lfu_minutes = cx_minutes(now);
+        CX_SB(base)->reserved++;
+        return off;
+    }
+
+    static void cx_release(char *base, uint64_t off) {
+        CX_SB(base)->reserved--;
+        cx_heap_free(base, off);
+    }
+
+    /* Make reserved block `off` the live entry for (pdb, key), replacing any
+       current entry: the new entry is complete and live before it is linked, the
+       old one is unlinked by the same store and then dropped. */
+    static void cx_commit(char *base, uint64_t off, unsigned pdb, const uint8_t *key, size_t klen,
+                          int64_t expire_at, int type, int keep_ttl, int64_t now) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        uint64_t h = cx_key_hash(sb, pdb, key, klen), *link = NULL;
+        uint64_t old = cx_find(base, h, pdb, key, klen, &link);
+        if (keep_ttl && old && !cx_expired(CX_E(base, old), now)) expire_at = CX_E(base, old)->expire_at;
+        memcpy(CX_KEY(e), key, klen);
+        e->key_len = (uint32_t)klen;
+        e->db = (uint16_t)pdb;
+        e->type = (uint8_t)type;
+        e->tenant = 0;
+        e->hash = h;
+        e->expire_at = expire_at;
+        e->last_access = now;
+        e->generation = ++sb->generation;
+        e->checksum = cx_entry_sum(e);
+        cx_store(&e->size_state, CX_SIZE(e->size_state) | CX_LIVE);
+        sb->reserved--;
+        if (old) {
+            e->chain_next = CX_E(base, old)->chain_next;
+            cx_store(link, off);
+            cx_drop(base, old, 0);
+        } else {
+            cx_index_push(base, off);
+        }
+        cx_account(base, e, 1);
+        cx_lru_push(base, off);
+    }
+
+    static uint64_t cx_lookup(char *base, unsigned pdb, const uint8_t *key, size_t klen,
+                              int touch, int stats, int lfu, uint64_t *rng) {
+        cx_super *sb = CX_SB(base);
+        uint64_t h = cx_key_hash(sb, pdb, key, klen);
+        uint64_t off = cx_find(base, h, pdb, key, klen, NULL);
+        int64_t now = 0;
+        if (off) {
+            cx_entry *e = CX_E(base, off);
+            if (e->expire_at != -1 || touch) now = cx_now_ms();
+            if (cx_expired(e, now)) {
+                cx_drop(base, off, 1);
+                sb->expired++;
+                sb->tenants[0].expired++;
+                off = 0;
+            } else if (touch) {
+                e->last_access = now;
+                cx_tenant *t = &sb->tenants[e->tenant];
+                if (t->head[cx_list_of(e)] != off) {
+                    cx_lru_unlink(base, off);
+                    cx_lru_push(base, off);
+                }
+                if (lfu) cx_lfu_touch(e, now, rng);
+            }
+        }
+        if (stats) {
+            if (off) { sb->hits++; sb->tenants[0].hits++; }
+            else { sb->misses++; sb->tenants[0].misses++; }
+        }
+        return off;
+    }
+
+    /* Change the expiry of live entry `off`; moving between the persistent and
+       volatile lists makes it the most recent of its new list (the write touched it). */
+    static void cx_set_expire(char *base, uint64_t off, int64_t at, int64_t now) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        int was = cx_list_of(e), will = at != -1;
+        if (was != will) {
+            cx_lru_unlink(base, off);
+            uint64_t one = will ? 1 : (uint64_t)-1;
+            sb->db_volatile[e->db] += one;
+            sb->tenants[e->tenant].volatile_keys += one;
+        }
+        e->expire_at = at;
+        cx_reseal(base, off);
+        if (was != will) {
+            e->last_access = now;
+            cx_lru_push(base, off);
+        }
+    }
+
+    /* Rename live entry `off` to (pdb, key) without moving its value; the caller
+       checked that the key fits its key area. A crash in the middle loses the
+       entry rather than leaving a half-renamed one. */
+    static void cx_rename_in_place(char *base, uint64_t off, unsigned pdb, const uint8_t *key, size_t klen) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        uint64_t h = cx_key_hash(sb, pdb, key, klen);
+        uint64_t dst = cx_find(base, h, pdb, key, klen, NULL);
+        if (dst) cx_drop(base, dst, 1);
+        cx_index_unlink(base, off);
+        cx_account(base, e, 0);
+        uint64_t size = CX_SIZE(e->size_state);
+        cx_store(&e->size_state, size | CX_RESERVED);
+        memcpy(CX_KEY(e), key, klen);
+        e->key_len = (uint32_t)klen;
+        e->db = (uint16_t)pdb;
+        e->hash = h;
+        cx_reseal(base, off);
+        cx_store(&e->size_state, size | CX_LIVE);
+        cx_index_push(base, off);
+        cx_account(base, e, 1);
+    }
+
+    static uint64_t cx_expire_cycle(char *base, uint64_t max_checks, int64_t now) {
+        cx_super *sb = CX_SB(base);
+        uint64_t *bk = CX_BUCKETS(base), mask = sb->index_buckets - 1;
+        uint64_t expired = 0, checked = 0, visited = 0, budget = max_checks * 16 + 64;
+        uint64_t b = sb->expire_cursor & mask;
+        if (!sb->tenants[0].volatile_keys) return 0;
+        while (checked < max_checks && visited < budget && visited <= mask) {
+            uint64_t cur = bk[b];
+            while (cur) {
+                cx_entry *e = CX_E(base, cur);
+                uint64_t next = e->chain_next;
+                checked++;
+                if (cx_expired(e, now)) { cx_drop(base, cur, 1); expired++; }
+                cur = next;
+            }
+            b = (b + 1) & mask;
+            visited++;
+        }
+        sb->expire_cursor = b;
+        sb->expired += expired;
+        sb->tenants[0].expired += expired;
+        return expired;
+    }
+
+    /* ---- format, validate, rebuild ---- */
+    static uint64_t cx_buckets_for(uint64_t size) {
+        uint64_t n = CX_MIN_BUCKETS;
+        while (n * 2 <= size / CX_BYTES_PER_BUCKET) n *= 2;
+        return n;
+    }
+
+    static void cx_format(char *base, uint64_t size, uint64_t seed) {
+        cx_super *sb = CX_SB(base);
+        memset(sb, 0, CX_SUPER_BYTES);
+        uint64_t nb = cx_buckets_for(size);
+        sb->arena_size = size;
+        sb->index_off = CX_SUPER_BYTES;
+        sb->index_buckets = nb;
+        sb->heap_off = (CX_SUPER_BYTES + nb * 8 + CX_SUPER_BYTES - 1) & ~(CX_SUPER_BYTES - 1);
+        sb->heap_size = (size - sb->heap_off) & ~63ull;
+        sb->hash_seed = seed;
+        sb->formatted_ms = (uint64_t)cx_now_ms();
+        memset(base + sb->index_off, 0, nb * 8);
+        for (int i = 0; i < CX_NDB; i++) sb->db_map[i] = (uint8_t)i;
+        *(uint64_t *)(base + sb->heap_off) = sb->heap_size | CX_FREE;
+        cx_footer(base, sb->heap_off, sb->heap_size);
+        cx_free_push(base, sb->heap_off, sb->heap_size);
+        memcpy(sb->magic, "CXLREDIS", 8);
+        sb->version = CX_LAYOUT_VERSION;
+        sb->checksum = cx_super_sum(sb);    /* last: a torn format fails the checksum */
+    }
+
+    static int cx_validate(const char *base, uint64_t size) {
+        const cx_super *sb = (const cx_super *)base;
+        const uint64_t *words = (const uint64_t *)base;
+        size_t i = 0;
+        while (i < CX_SUPER_BYTES / 8 && words[i] == 0) i++;
+        if (i == CX_SUPER_BYTES / 8) return CX_ZERO;
+        if (memcmp(sb->magic, "CXLREDIS", 8) != 0) return CX_BAD_MAGIC;
+        if (sb->version != CX_LAYOUT_VERSION) return CX_BAD_VERSION;
+        if (sb->checksum != cx_super_sum(sb)) return CX_BAD_CHECKSUM;
+        if (sb->arena_size != size) return CX_BAD_SIZE;
+        uint64_t nb = sb->index_buckets;
+        if (sb->index_off != CX_SUPER_BYTES || nb < CX_MIN_BUCKETS || (nb & (nb - 1))
+            || sb->heap_off < sb->index_off + nb * 8 || (sb->heap_off & 63) || (sb->heap_size & 63)
+            || sb->heap_size < CX_MIN_BLOCK || sb->heap_off + sb->heap_size > size)
+            return CX_BAD_GEOMETRY;
+        return CX_OK;
+    }
+
+    static int cx_entry_intact(char *base, uint64_t off, uint64_t size) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        if (e->key_len > e->key_cap || ((CX_HDR + e->key_cap) & 63)) return 0;
+        if (CX_HDR + (uint64_t)e->key_cap + 8 > size || e->value_len > size - CX_HDR - e->key_cap - 8) return 0;
+        if (e->db >= CX_NDB || e->tenant >= CX_NTENANT) return 0;
+        if (e->checksum != cx_entry_sum(e)) return 0;
+        return e->hash == cx_key_hash(sb, e->db, CX_KEY(e), e->key_len);
+    }
+
+    typedef struct { int64_t last_access; uint64_t off; } cx_recency;
+    static int cx_recency_cmp(const void *a, const void *b) {
+        const cx_recency *x = (const cx_recency *)a, *y = (const cx_recency *)b;
+        if (x->last_access != y->last_access) return x->last_access < y->last_access ? -1 : 1;
+        return x->off < y->off ? -1 : x->off > y->off;
+    }
+
+    /* Rebuild everything derived from the heap after an unclean shutdown. Returns
+       the number of discarded blocks, or -1 if memory for sorting ran out. */
+    static int64_t cx_rebuild(char *base) {
+        cx_super *sb = CX_SB(base);
+        uint64_t lo = sb->heap_off, hi = sb->heap_off + sb->heap_size, off, size, w;
+        uint64_t maxgen = sb->generation, live = 0;
+        int64_t dropped = 0;
+        int i, seen[CX_NDB];
+
+        memset(CX_BUCKETS(base), 0, sb->index_buckets * 8);
+        memset(sb->free_map, 0, sizeof sb->free_map);
+        memset(sb->free_head, 0, sizeof sb->free_head);
+        memset(sb->db_keys, 0, sizeof sb->db_keys);
+        memset(sb->db_volatile, 0, sizeof sb->db_volatile);
+        for (i = 0; i < CX_NTENANT; i++) {
+            cx_tenant *t = &sb->tenants[i];
+            memset(t->head, 0, sizeof t->head);
+            memset(t->tail, 0, sizeof t->tail);
+            memset(t->list_bytes, 0, sizeof t->list_bytes);
+            t->used_bytes = t->keys = t->volatile_keys = 0;
+        }
+        sb->heap_used = sb->dataset = sb->entries = sb->reserved = sb->zombies = sb->pinned = 0;
+        sb->expire_cursor &= sb->index_buckets - 1;
+        /* a crash between the two stores of a SWAPDB leaves a non-permutation */
+        memset(seen, 0, sizeof seen);
+        for (i = 0; i < CX_NDB; i++) seen[sb->db_map[i]]++;
+        for (i = 0; i < CX_NDB; i++) {
+            if (seen[sb->db_map[i]] > 1) {
+                /* a torn swap: either completing or undoing it is a valid state */
+                int missing = 0;
+                while (seen[missing]) missing++;
+                seen[sb->db_map[i]]--;
+                seen[missing]++;
+                sb->db_map[i] = (uint8_t)missing;
+            }
+        }
+
+        /* pass 1: index the intact live entries, newest generation wins */
+        for (off = lo; off < hi; off += size) {
+            w = *(uint64_t *)(base + off);
+            size = CX_SIZE(w);
+            if (size < CX_MIN_BLOCK || size > hi - off) {
+                /* a torn size cannot happen with ordered stores; never walk past it */
+                *(uint64_t *)(base + off) = (hi - off) | CX_FREE;
+                dropped++;
+                break;
+            }
+            unsigned st = CX_STATE(w);
+            if (st == CX_FREE) continue;
+            if (st != CX_LIVE || !cx_entry_intact(base, off, size)) {
+                *(uint64_t *)(base + off) = size | CX_FREE;
+                dropped++;
+                continue;
+            }
+            cx_entry *e = CX_E(base, off);
+            uint64_t *link = NULL;
+            uint64_t other = cx_find(base, e->hash, e->db, CX_KEY(e), e->key_len, &link);
+            if (other) {
+                cx_entry *o = CX_E(base, other);
+                if (o->generation > e->generation) {
+                    *(uint64_t *)(base + off) = size | CX_FREE;
+                    continue;
+                }
+                e->chain_next = o->chain_next;
+                *link = off;
+                o->size_state = CX_SIZE(o->size_state) | CX_FREE;
+            } else {
+                cx_index_push(base, off);
+            }
+            if (e->generation > maxgen) maxgen = e->generation;
+        }
+        /* pass 2: coalesce free runs into the free lists, count the live entries */
+        for (off = lo; off < hi; off += size) {
+            w = *(uint64_t *)(base + off);
+            size = CX_SIZE(w);
+            if (CX_STATE(w) == CX_FREE) {
+                uint64_t end = off + size;
+                while (end < hi && CX_STATE(*(uint64_t *)(base + end)) == CX_FREE)
+                    end += CX_SIZE(*(uint64_t *)(base + end));
+                size = end - off;
+                *(uint64_t *)(base + off) = size | CX_FREE;
+                cx_footer(base, off, size);
+                cx_free_push(base, off, size);
+            } else {
+                cx_entry *e = CX_E(base, off);
+                e->pins = 0;
+                e->lru_prev = e->lru_next = 0;
+                cx_footer(base, off, size);
+                sb->heap_used += size;
+                cx_account(base, e, 1);
+                live++;
+            }
+        }
+        /* pass 3: LRU lists in last-access order */
+        if (live) {
+            cx_recency *order = (cx_recency *)malloc(live * sizeof *order);
+            uint64_t n = 0;
+            if (!order) return -1;
+            for (off = lo; off < hi; off += size) {
+                w = *(uint64_t *)(base + off);
+                size = CX_SIZE(w);
+                if (CX_STATE(w) == CX_LIVE) {
+                    order[n].last_access = CX_E(base, off)->last_access;
+                    order[n++].off = off;
+                }
+            }
+            qsort(order, n, sizeof *order, cx_recency_cmp);
+            for (uint64_t k = 0; k < n; k++) cx_lru_push(base, order[k].off);
+            free(order);
+        }
+        sb->generation = maxgen;
+        return dropped;
+    }
+
+    /* Before a clean close: pins and reservations belong to this process, so
+       reset the pins, free zombies and uncommitted reservations. */
+    static void cx_release_process_state(char *base) {
+        cx_super *sb = CX_SB(base);
+        uint64_t off, size;
+        if (!sb->pinned && !sb->zombies && !sb->reserved) return;
+        for (off = sb->heap_off; off < sb->heap_off + sb->heap_size; off += size) {
+            uint64_t w = *(uint64_t *)(base + off);
+            size = CX_SIZE(w);
+            unsigned st = CX_STATE(w);
+            if (st == CX_LIVE) {
+                CX_E(base, off)->pins = 0;
+            } else if (st == CX_ZOMBIE || st == CX_RESERVED) {
+                if (st == CX_RESERVED) sb->reserved--; else sb->zombies--;
+                /* the freed block may merge with free neighbours: continue after the merged block */
+                off = cx_heap_free(base, off);
+                size = CX_SIZE(*(uint64_t *)(base + off));
+            }
+        }
+        sb->pinned = 0;
+    }
+
+    /* ---- glob matching with Redis's rules (stringmatchlen) ---- */
+    static inline int cx_lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+    /* does the single-character pattern token at p[i] match ch? *next = index after it */
+    static int cx_glob_token(const uint8_t *p, size_t n, size_t i, uint8_t ch, int nocase, size_t *next) {
+        if (p[i] == '?') { *next = i + 1; return 1; }
+        if (p[i] == '[') {
+            int neg = 0, hit = 0;
+            i++;
+            if (i < n && p[i] == '^') { neg = 1; i++; }
+            while (i < n) {
+                if (p[i] == '\\\\' && n - i >= 2) {
+                    i++;
+                    if (p[i] == ch) hit = 1;
+                } else if (p[i] == ']') {
+                    break;
+                } else if (n - i >= 3 && p[i + 1] == '-') {
+                    /* Redis compares plain (signed) chars here */
+                    int lo = (signed char)p[i], hi = (signed char)p[i + 2], c = (signed char)ch;
+                    if (lo > hi) { int t = lo; lo = hi; hi = t; }
+                    if (nocase) { lo = cx_lower(lo); hi = cx_lower(hi); c = cx_lower(c); }
+                    if (c >= lo && c <= hi) hit = 1;
+                    i += 2;
+                } else if (nocase ? cx_lower(p[i]) == cx_lower(ch) : p[i] == ch) {
+                    hit = 1;
+                }
+                i++;
+            }
+            *next = i < n ? i + 1 : n;   /* an unterminated class runs to the end */
+            return neg ? !hit : hit;
+        }
+        if (p[i] == '\\\\' && n - i >= 2) i++;
+        *next = i + 1;
+        return nocase ? cx_lower(p[i]) == cx_lower(ch) : p[i] == ch;
+    }
+
+    static int cx_glob(const uint8_t *p, size_t pn, const uint8_t *s, size_t sn, int nocase) {
+        size_t pi = 0, si = 0, star_p = (size_t)-1, star_s = 0, next;
+        if (sn == 0) return pn == 0;    /* Redis never matches an empty string, not even with '*' */
+        while (si < sn) {
+            if (pi < pn && p[pi] == '*') {
+                while (pi < pn && p[pi] == '*') pi++;
+                if (pi == pn) return 1;
+                star_p = pi;
+                star_s = si;
+                continue;
+            }
+            if (pi < pn && cx_glob_token(p, pn, pi, s[si], nocase, &next)) {
+                pi = next;
+                si++;
+                continue;
+            }
+            if (star_p == (size_t)-1) return 0;
+            pi = star_p;
+            si = ++star_s;
+        }
+        while (pi < pn && p[pi] == '*') pi++;
+        return pi == pn;
+    }
+
+    /* ---- the backing ---- */
+    static int cx_os_open(const char *path, int *fd, uint64_t *file_size, int *is_chr) {
+        int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        struct stat st;
+        if (f < 0) return errno;
+        if (fstat(f, &st) != 0) { int err = errno; close(f); return err; }
+        *fd = f;
+        *file_size = (uint64_t)st.st_size;
+        *is_chr = S_ISCHR(st.st_mode);
+        return 0;
+    }
+    static int cx_os_lock(int fd) { return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno; }
+    static int cx_os_truncate(int fd, uint64_t size) { return ftruncate(fd, (off_t)size) == 0 ? 0 : errno; }
+    static int cx_os_map(int fd, uint64_t size, char **out) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) return errno;
+        *out = (char *)p;
+        return 0;
+    }
+    static void cx_os_hugepages(char *base, uint64_t size) { (void)madvise(base, size, MADV_HUGEPAGE); }
+    static int cx_os_bind(char *base, uint64_t size, int node) {
+        unsigned long mask[16];
+        if (node < 0 || node >= (int)(sizeof mask * 8)) return EINVAL;
+        memset(mask, 0, sizeof mask);
+        mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+        /* MPOL_BIND = 2, MPOL_MF_MOVE = 2: also migrate pages a previous run faulted in */
+        long r = syscall(SYS_mbind, base, (unsigned long)size, 2, mask, (unsigned long)(sizeof mask * 8), 2u);
+        return r == 0 ? 0 : errno;
+    }
+    static void cx_os_prefault(char *base, uint64_t size) {
+        if (madvise(base, size, MADV_POPULATE_WRITE) == 0) return;
+        long page = sysconf(_SC_PAGESIZE);
+        for (uint64_t i = 0; i < size; i += (uint64_t)page) {
+            volatile char *c = base + i;
+            *c = *c;
+        }
+    }
+    static void cx_os_unmap(char *base, uint64_t size, int fd, int sync) {
+        if (sync) msync(base, size, MS_SYNC);
+        munmap(base, size);
+        close(fd);
+    }
+    """
+    enum:
+        CX_LAYOUT_VERSION
+        CX_HDR
+        CX_NDB
+        CX_NTENANT
+        CX_NCLASS
+        CX_MAP_WORDS
+        CX_FREE
+        CX_RESERVED
+        CX_LIVE
+        CX_ZOMBIE
+        CX_NOEVICTION
+        CX_ALLKEYS_LFU
+        CX_VOLATILE_LFU
+        CX_ZERO
+        CX_BAD_MAGIC
+        CX_BAD_VERSION
+        CX_BAD_CHECKSUM
+        CX_BAD_SIZE
+        CX_BAD_GEOMETRY
+
+    ctypedef struct cx_entry:
+        uint64_t size_state
+        uint64_t chain_next
+        uint64_t lru_prev
+        uint64_t lru_next
+        int64_t expire_at
+        int64_t last_access
+        uint64_t value_len
+        uint64_t generation
+        uint64_t hash
+        uint32_t key_len
+        uint32_t key_cap
+        uint32_t pins
+        uint32_t checksum
+        uint16_t db
+        uint8_t type
+        uint8_t lfu
+        uint16_t tenant
+
+    ctypedef struct cx_freeblk:
+        uint64_t size_state
+        uint64_t next
+        uint64_t prev
+
+    ctypedef struct cx_tenant:
+        uint64_t head[2]
+        uint64_t tail[2]
+        uint64_t list_bytes[2]
+        uint64_t used_bytes
+        uint64_t keys
+        uint64_t volatile_keys
+        uint64_t hits
+        uint64_t misses
+        uint64_t expired
+        uint64_t evicted
+
+    ctypedef struct cx_super:
+        uint32_t version
+        uint64_t arena_size
+        uint64_t index_off
+        uint64_t index_buckets
+        uint64_t heap_off
+        uint64_t heap_size
+        uint64_t clean
+        uint64_t generation
+        uint64_t hits
+        uint64_t misses
+        uint64_t expired
+        uint64_t evicted
+        uint64_t heap_used
+        uint64_t dataset
+        uint64_t entries
+        uint64_t reserved
+        uint64_t zombies
+        uint64_t pinned
+        uint64_t free_map[CX_MAP_WORDS]
+        uint64_t free_head[CX_NCLASS]
+        uint8_t db_map[CX_NDB]
+        uint64_t db_keys[CX_NDB]
+        uint64_t db_volatile[CX_NDB]
+        cx_tenant tenants[CX_NTENANT]
+
+    ctypedef struct cx_cfg:
+        int policy
+        int samples
+        uint64_t maxmemory
+        uint64_t* rng
+
+    uint64_t CX_SIZE(uint64_t w) nogil
+    unsigned CX_STATE(uint64_t w) nogil
+    cx_super* CX_SB(char* base) nogil
+    cx_entry* CX_E(char* base, uint64_t off) nogil
+    uint64_t* CX_BUCKETS(char* base) nogil
+    uint8_t* CX_KEY(cx_entry* e) nogil
+    uint8_t* CX_VAL(cx_entry* e) nogil
+
+    void cx_store(uint64_t* p, uint64_t v) nogil
+    int64_t cx_now_ms() nogil
+    unsigned cx_lfu_value(const cx_entry *e, int64_t now) nogil
+    uint64_t cx_key_hash(const cx_super* sb, unsigned pdb, const uint8_t* key, size_t klen) nogil
+    unsigned cx_class(uint64_t size) nogil
+    uint64_t cx_value_cap(const cx_entry* e) nogil
+    uint64_t cx_find(char* base, uint64_t h, unsigned pdb, const uint8_t* key, size_t klen, uint64_t** link) nogil
+    void cx_drop(char* base, uint64_t off, int in_index) nogil
+    void cx_pin(char* base, uint64_t off) nogil
+    void cx_unpin(char* base, uint64_t off) nogil
+    void cx_reseal(char* base, uint64_t off) nogil
+    int cx_expired(const cx_entry* e, int64_t now) nogil
+    uint64_t cx_reserve(char* base, uint64_t key_cap, uint64_t value_cap, uint64_t value_len, const cx_cfg* cfg, int64_t now) nogil
+    void cx_release(char* base, uint64_t off) nogil
+    void cx_commit(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen, int64_t expire_at, int type, int keep_ttl, int64_t now) nogil
+    uint64_t cx_lookup(char* base, unsigned pdb, const uint8_t* key, size_t klen, int touch, int stats, int lfu, uint64_t* rng) nogil
+    void cx_set_expire(char* base, uint64_t off, int64_t at, int64_t now) nogil
+    void cx_rename_in_place(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen) nogil
+    uint64_t cx_random_entry(char* base, uint64_t* rng, int db, int volatile_only, int unpinned_only) nogil
+    uint64_t cx_expire_cycle(char* base, uint64_t max_checks, int64_t now) nogil
+    void cx_format(char* base, uint64_t size, uint64_t seed) nogil
+    int cx_validate(const char* base, uint64_t size) nogil
+    int cx_entry_intact(char* base, uint64_t off, uint64_t size) nogil
+    int64_t cx_rebuild(char* base) nogil
+    void cx_release_process_state(char* base) nogil
+    int cx_glob(const uint8_t* p, size_t pn, const uint8_t* s, size_t sn, int nocase) nogil
+    int cx_os_open(const char* path, int* fd, uint64_t* file_size, int* is_chr) nogil
+    int cx_os_lock(int fd) nogil
+    int cx_os_truncate(int fd, uint64_t size) nogil
+    int cx_os_map(int fd, uint64_t size, char** out) nogil
+    void cx_os_hugepages(char* base, uint64_t size) nogil
+    int cx_os_bind(char* base, uint64_t size, int node) nogil
+    void cx_os_prefault(char* base, uint64_t size) nogil
+    void cx_os_unmap(char* base, uint64_t size, int fd, int sync) nogil
+
+
+class ArenaError(Exception):
+    """The backing cannot be used as an arena (foreign, corrupt, busy, wrong size)."""
+
+
+class OutOfMemory(Exception):
+    """No room for a write, even after evicting what the policy allows."""
+
+
+TYPE_STRING = 0
+TYPE_HASH = 1
+
+POLICY_NAMES = ("noeviction", "allkeys-lru", "volatile-lru", "allkeys-random",
+                "volatile-random", "volatile-ttl", "allkeys-lfu", "volatile-lfu")
+
+cdef uint64_t MIN_ARENA_BYTES = 4 << 20
+cdef uint64_t MAX_KEY_BYTES = 512 << 20
+# copies at least this big release the GIL (the block being filled is invisible to others)
+cdef size_t NOGIL_COPY_BYTES = 1 << 20
+# SCAN stops after this many buckets even if it found fewer keys than asked,
+# so one call stays cheap on a huge, sparse index
+cdef uint64_t SCAN_BUCKET_CAP = 1 << 20
+cdef unsigned LIVE_ONLY = 1u << CX_LIVE
+cdef unsigned SERVED = (1u << CX_LIVE) | (1u << CX_ZOMBIE)
+cdef unsigned RESERVED_ONLY = 1u << CX_RESERVED
+cdef unsigned ANY_ALLOCATED = (1u << CX_LIVE) | (1u << CX_ZOMBIE) | (1u << CX_RESERVED)
+
+
+cdef class Arena
+
+
+def now_ms():
+    """Wall-clock time in ms, the clock every expire_at and last-access uses."""
+    return cx_now_ms()
+
+
+cdef struct Buf:
+    const uint8_t* ptr
+    Py_ssize_t len
+    Py_buffer view
+    bint owned
+
+
+cdef inline int buf_open(Buf* b, object obj) except -1:
+    if PyBytes_CheckExact(obj):
+        b.ptr = <const uint8_t*>PyBytes_AS_STRING(obj)
+        b.len = PyBytes_GET_SIZE(obj)
+        b.owned = False
+    else:
+        PyObject_GetBuffer(obj, &b.view, PyBUF_SIMPLE)
+        b.ptr = <const uint8_t*>b.view.buf
+        b.len = b.view.len
+        b.owned = True
+    return 0
+
+
+cdef inline void buf_close(Buf* b) noexcept:
+    if b.owned:
+        PyBuffer_Release(&b.view)
+        b.owned = False
+
+
+cdef inline int key_open(Buf* b, object key) except -1:
+    buf_open(b, key)
+    if <uint64_t>b.len > MAX_KEY_BYTES:
+        buf_close(b)
+        raise ValueError("key longer than 512 MiB")
+    return 0
+
+
+cdef inline void copy_bytes(void* dst, const void* src, size_t n) noexcept:
+    if n >= NOGIL_COPY_BYTES:
+        with nogil:
+            memcpy(dst, src, n)
+    else:
+        memcpy(dst, src, n)
+
+
+def glob_match(pattern, string, bint nocase=False):
+    """Redis glob matching (stringmatchlen rules): * ? [abc] [^a] [a-z] and \\ escapes."""
+    cdef Buf p, s
+    buf_open(&p, pattern)
+    try:
+        buf_open(&s, string)
+        try:
+            return bool(cx_glob(p.ptr, p.len, s.ptr, s.len, nocase))
+        finally:
+            buf_close(&s)
+    finally:
+        buf_close(&p)
+
+
+cdef inline char* open_base(Arena a) except NULL:
+    if a.base == NULL:
+        raise ArenaError("the arena is closed")
+    return a.base
+
+
+cdef inline unsigned physical_db(Arena a, int db) except? 0xffff:
+    open_base(a)
+    if db < 0 or db >= a.databases:
+        raise ValueError(f"db {db} out of range (0..{a.databases - 1})")
+    return CX_SB(a.base).db_map[db]
+
+
+cdef cx_entry* entry_at(Arena a, uint64_t off, unsigned states) except NULL:
+    """The header at `off`, if it starts a block in one of `states` (cheap checks only)."""
+    cdef char* base = open_base(a)
+    cdef cx_super* sb = CX_SB(base)
+    cdef uint64_t end = sb.heap_off + sb.heap_size, size
+    cdef cx_entry* e
+    if off >= sb.heap_off and off < end and not (off & 63):
+        e = CX_E(base, off)
+        size = CX_SIZE(e.size_state)
+        if ((states >> CX_STATE(e.size_state)) & 1 and size >= CX_HDR + 64 and size <= end - off
+                and (<uint64_t*>(base + off + size - 8))[0] == size):
+            return e
+    raise ValueError(f"offset {off} is not the start of a {state_words(states)} block")
+
+
+cdef str state_words(unsigned states):
+    names = [n for s, n in ((CX_LIVE, "live"), (CX_ZOMBIE, "zombie"), (CX_RESERVED, "reserved"))
+             if (states >> s) & 1]
+    return "/".join(names)
+
+
+cdef inline cx_cfg eviction_cfg(Arena a) noexcept:
+    cdef cx_cfg c
+    c.policy = a.policy_id
+    c.samples = a.samples
+    c.maxmemory = a.maxmem
+    c.rng = &a.rng
+    return c
+
+
+cdef int raise_oom(Arena a, uint64_t value_bytes) except -1:
+    raise OutOfMemory(f"no room for a {value_bytes}-byte value in the arena "
+                      f"(maxmemory-policy {POLICY_NAMES[a.policy_id]})")
+
+
+cdef uint64_t reserve_or_raise(Arena a, uint64_t key_cap, uint64_t value_len, int64_t now) except 0:
+    cdef cx_cfg cfg = eviction_cfg(a)
+    cdef uint64_t off = cx_reserve(a.base, key_cap, value_len, value_len, &cfg, now)
+    if not off:
+        raise_oom(a, value_len)
+    return off
+
+
+cdef uint64_t put(Arena a, unsigned pdb, Buf* key, Buf* value, int64_t expire_at, int type,
+                  bint keep_ttl) except 0:
+    cdef int64_t now = cx_now_ms()
+    cdef uint64_t off
+    cdef cx_entry* old
+    if keep_ttl:
+        # read the TTL now: making room may evict the old version (it can be the LRU tail)
+        off = cx_find(a.base, cx_key_hash(CX_SB(a.base), pdb, key.ptr, key.len), pdb, key.ptr, key.len, NULL)
+        if off:
+            old = CX_E(a.base, off)
+            if not cx_expired(old, now):
+                expire_at = old.expire_at
+    off = reserve_or_raise(a, key.len, value.len, now)
+    copy_bytes(CX_VAL(CX_E(a.base, off)), value.ptr, value.len)
+    cx_commit(a.base, off, pdb, key.ptr, key.len, expire_at, type, 0, now)
+    return off
+
+
+cdef inline bint lfu_policy(Arena a) noexcept:
+    return a.policy_id == CX_ALLKEYS_LFU or a.policy_id == CX_VOLATILE_LFU
+
+
+cdef inline object key_of(cx_entry* e):
+    return PyBytes_FromStringAndSize(<char*>CX_KEY(e), e.key_len)
+
+
+cdef class Arena:
+    """A cache inside one shared mapping; see docs/internals.md section 1."""
+    # the process's handle on the mapping and its eviction settings; everything
+    # that describes the cache lives in the mapping itself
+    cdef char* base              # start of the mapping (the superblock); NULL once closed
+    cdef size_t map_size
+    cdef int fd
+    cdef int policy_id
+    cdef int samples
+    cdef uint64_t maxmem         # 0 = the whole heap
+    cdef uint64_t rng            # xorshift state for the random/LFU policies
+    cdef readonly object path
+    cdef readonly int databases
+    cdef readonly str recovery
+    cdef readonly Py_ssize_t dropped_entries
+
+    def __cinit__(self):
+        self.base = NULL
+        self.fd = -1
+
+    def __init__(self, path, size, *, int databases=16, bint reset=False, bint hugepages=False,
+                 bint prefault=False, int numa_node=-1):
+        cdef bytes bpath = os.fsencode(path)
+        cdef uint64_t nbytes, file_size = 0
+        cdef int fd = -1, is_chr = 0, err
+        cdef char* base = NULL
+        if self.base != NULL:
+            raise ArenaError("this Arena is already attached")
+        if not 1 <= databases <= CX_NDB:
+            raise ValueError(f"databases must be 1..{CX_NDB}")
+        self.path = os.fsdecode(bpath)
+        if size < <int64_t>MIN_ARENA_BYTES:
+            raise ArenaError(f"{self.path}: arena size {size} is below the minimum of 4 MiB")
+        nbytes = size
+        err = cx_os_open(bpath, &fd, &file_size, &is_chr)
+        if err:
+            raise ArenaError(f"{self.path}: cannot open: {os.strerror(err)}")
+        try:
+            err = cx_os_lock(fd)
+            if err == EAGAIN:    # flock reports EWOULDBLOCK, the same value on Linux
+                raise ArenaError(f"arena {self.path} is in use by another process")
+            if err:
+                raise ArenaError(f"{self.path}: cannot lock: {os.strerror(err)}")
+            if not is_chr:
+                if file_size != nbytes and file_size != 0 and not reset:
+                    raise ArenaError(
+                        f"{self.path}: the arena file is {file_size} bytes but the arena size is "
+                        f"{nbytes} bytes; set arena-reset yes to re-format it at the new size "
+                        f"(this discards its contents)")
+                if file_size != nbytes:
+                    err = cx_os_truncate(fd, nbytes)
+                    if err:
+                        raise ArenaError(f"{self.path}: cannot resize to {nbytes} bytes: {os.strerror(err)}")
+            err = cx_os_map(fd, nbytes, &base)
+            if err:
+                raise ArenaError(f"{self.path}: cannot map {nbytes} bytes: {os.strerror(err)}")
+        except BaseException:
+            close_fd(fd)
+            raise
+        self.base = base
+        self.map_size = nbytes
+        self.fd = fd
+        self.databases = databases
+        self.policy_id = CX_NOEVICTION
+        self.samples = 5
+        self.maxmem = 0
+        self.rng = int.from_bytes(os.urandom(8), "little") | 1
+        try:
+            self._attach(reset, hugepages, prefault, numa_node)
+        except BaseException:
+            cx_os_unmap(self.base, self.map_size, self.fd, 0)
+            self.base = NULL
+            raise
+
+    cdef int _attach(self, bint reset, bint hugepages, bint prefault, int numa_node) except -1:
+        cdef cx_super* sb = CX_SB(self.base)
+        cdef int err, verdict
+        cdef int64_t dropped
+        if numa_node >= 0:
+            err = cx_os_bind(self.base, self.map_size, numa_node)
+            if err:
+                raise ArenaError(f"{self.path}: cannot bind the arena to NUMA node {numa_node}: "
+                                 f"{os.strerror(err)}")
+        if hugepages:
+            cx_os_hugepages(self.base, self.map_size)
+        self.dropped_entries = 0
+        verdict = CX_ZERO if reset else cx_validate(self.base, self.map_size)
+        if verdict == CX_ZERO:
+            cx_format(self.base, self.map_size, int.from_bytes(os.urandom(8), "little"))
+            self.recovery = "new"
+        elif verdict == CX_BAD_MAGIC:
+            raise ArenaError(f"{self.path}: not a cxlredis arena (bad magic)")
+        elif verdict == CX_BAD_VERSION:
+            raise ArenaError(f"{self.path}: layout version {sb.version}, this build reads "
+                             f"{CX_LAYOUT_VERSION} (arena-reset yes re-formats)")
+        elif verdict == CX_BAD_CHECKSUM:
+            raise ArenaError(f"{self.path}: corrupt superblock (header checksum mismatch)")
+        elif verdict == CX_BAD_SIZE:
+            raise ArenaError(f"{self.path}: corrupt superblock (formatted for {sb.arena_size} bytes, "
+                             f"mapped {self.map_size} bytes; arena-reset yes re-formats)")
+        elif verdict == CX_BAD_GEOMETRY:
+            raise ArenaError(f"{self.path}: corrupt superblock (index/heap offsets inconsistent)")
+        elif sb.clean:
+            self.recovery = "clean"
+        else:
+            with nogil:
+                dropped = cx_rebuild(self.base)
+            if dropped < 0:
+                raise MemoryError("not enough memory to rebuild the arena's LRU lists")
+            self.dropped_entries = dropped
+            self.recovery = "rebuilt"
+        # cleared while attached: a process that dies now leaves it cleared
+        cx_store(&sb.clean, 0)
+        if prefault:
+            with nogil:
+                cx_os_prefault(self.base, self.map_size)
+        return 0
+
+    def close(self, bint clean=True):
+        """Detach. clean=True releases this process's pins and reservations, sets the
+        clean-shutdown flag and msyncs, so the next attach trusts the structures."""
+        if self.base == NULL:
+            return
+        if clean:
+            cx_release_process_state(self.base)
+            cx_store(&CX_SB(self.base).clean, 1)
+        with nogil:
+            cx_os_unmap(self.base, self.map_size, self.fd, clean)
+        self.base = NULL
+        self.fd = -1
+
+    def __dealloc__(self):
+        # never closed: leave the clean flag cleared so the next attach rebuilds
+        if self.base != NULL:
+            cx_os_unmap(self.base, self.map_size, self.fd, 0)
+            self.base = NULL
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def size(self):
+        return self.map_size
+
+    @property
+    def closed(self):
+        return self.base == NULL
+
+    # ---- configuration ----
+    @property
+    def maxmemory(self):
+        return self.maxmem
+
+    @maxmemory.setter
+    def maxmemory(self, value):
+        if value < 0:
+            raise ValueError("maxmemory must be >= 0")
+        self.maxmem = value
+
+    @property
+    def policy(self):
+        return POLICY_NAMES[self.policy_id]
+
+    @policy.setter
+    def policy(self, name):
+        if isinstance(name, (bytes, bytearray)):
+            name = name.decode("ascii", "replace")
+        try:
+            self.policy_id = POLICY_NAMES.index(name.lower())
+        except ValueError:
+            raise ValueError(f"unknown maxmemory-policy {name!r}") from None
+
+    @property
+    def maxmemory_samples(self):
+        return self.samples
+
+    @maxmemory_samples.setter
+    def maxmemory_samples(self, int value):
+        if value < 1:
+            raise ValueError("maxmemory_samples must be >= 1")
+        self.samples = value
+
+    # ---- reads ----
+    def lookup(self, int db, key, bint touch=True, bint stats=True):
+        """Offset of the live entry for key (0 if missing); expired entries are deleted."""
+        cdef Buf k
+        cdef unsigned pdb = physical_db(self, db)
+        cdef uint64_t off
+        buf_open(&k, key)
+        off = cx_lookup(self.base, pdb, k.ptr, k.len, touch, stats, lfu_policy(self), &self.rng)
+        buf_close(&k)
+        return off
+
+    def value_len(self, uint64_t off):
+        return entry_at(self, off, ANY_ALLOCATED).value_len
+
+    def view(self, uint64_t off):
+        """Read-only memoryview of the value, straight over the arena."""
+        cdef cx_entry* e = entry_at(self, off, SERVED)
+        return PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_READ)
+
+    def value_bytes(self, uint64_t off):
+        cdef cx_entry* e = entry_at(self, off, SERVED)
+        return PyBytes_FromStringAndSize(<char*>CX_VAL(e), e.value_len)
+
+    def entry_type(self, uint64_t off):
+        return entry_at(self, off, SERVED).type
+
+    def expire_at(self, uint64_t off):
+        return entry_at(self, off, SERVED).expire_at
+
+    def idle_ms(self, uint64_t off):
+        cdef cx_entry* e = entry_at(self, off, SERVED)
+        return max(0, cx_now_ms() - e.last_access)
+
+    def generation(self, uint64_t off):
+        return entry_at(self, off, SERVED).generation
+
+    def block_size(self, uint64_t off):
+        """Bytes the entry's block occupies in the heap (header, key, value, padding): MEMORY USAGE."""
+        return CX_SIZE(entry_at(self, off, SERVED).size_state)
+
+    def lfu_counter(self, uint64_t off):
+        """OBJECT FREQ: the entry's logarithmic access counter, decayed to now."""
+        return cx_lfu_value(entry_at(self, off, SERVED), cx_now_ms())
+
+    def key_generation(self, int db, key):
+        """Generation of the live, unexpired entry for key; 0 if there is none (for WATCH)."""
+        cdef Buf k
+        cdef unsigned pdb = physical_db(self, db)
+        cdef uint64_t off
+        cdef cx_entry* e
+        buf_open(&k, key)
+        off = cx_find(self.base, cx_key_hash(CX_SB(self.base), pdb, k.ptr, k.len), pdb, k.ptr, k.len, NULL)
+        buf_close(&k)
+        if not off:
+            return 0
+        e = CX_E(self.base, off)
+        return 0 if cx_expired(e, cx_now_ms()) else e.generation
+
+    def pin(self, uint64_t off):
+        """Keep the entry's bytes from being freed or reused until the matching unpin."""
+        entry_at(self, off, SERVED)
+        cx_pin(self.base, off)
+
+    def unpin(self, uint64_t off):
+        if entry_at(self, off, SERVED).pins == 0:
+            raise ValueError(f"entry at {off} is not pinned")
+        cx_unpin(self.base, off)
+
+    # ---- writes ----
+    def set(self, int db, key, value, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
+        """Store value under key (copy-on-write); returns the new entry's offset."""
+        cdef Buf k, v
+        cdef unsigned pdb = physical_db(self, db)
+        cdef uint64_t off
+        key_open(&k, key)
+        try:
+            buf_open(&v, value)
+            try:
+                off = put(self, pdb, &k, &v, expire_at, type, keep_ttl)
+            finally:
+                buf_close(&v)
+        finally:
+            buf_close(&k)
+        return off
+
+    def reserve(self, uint64_t nbytes, uint64_t key_cap):
+        """An uncommitted block for an nbytes value and a key of up to key_cap bytes."""
+        open_base(self)
+        if key_cap > MAX_KEY_BYTES:
+            raise ValueError("key_cap above 512 MiB")
+        return reserve_or_raise(self, key_cap, nbytes, cx_now_ms())
+
+    def slot(self, uint64_t off):
+        """Writable memoryview of a reserved block's value area (nbytes long)."""
+        cdef cx_entry* e = entry_at(self, off, RESERVED_ONLY)
+        return PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_WRITE)
+
+    def commit(self, uint64_t off, int db, key, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
+        """Make a filled reservation the live entry for key; returns off."""
+        cdef cx_entry* e = entry_at(self, off, RESERVED_ONLY)
+        cdef unsigned pdb = physical_db(self, db)
+        cdef Buf k
+        buf_open(&k, key)
+        try:
+            if <uint64_t>k.len > e.key_cap:
+                raise ValueError(f"key of {k.len} bytes does not fit the reserved key_cap")
+            cx_commit(self.base, off, pdb, k.ptr, k.len, expire_at, type, keep_ttl, cx_now_ms())
+        finally:
+            buf_close(&k)
+        return off
+
+    def release(self, uint64_t off):
+        """Free an uncommitted reservation."""
+        entry_at(self, off, RESERVED_ONLY)
+        cx_release(self.base, off)
+
+    def append(self, int db, key, data):
+        """APPEND: returns the new length; keeps the TTL, creates the key if missing."""
+        cdef Buf k, d
+        cdef unsigned pdb = physical_db(self, db)
+        cdef uint64_t off, fresh, old_len, new_len
+        cdef cx_entry* e
+        cdef cx_entry* ne
+        cdef cx_cfg cfg
+        cdef int64_t now = cx_now_ms()
+        key_open(&k, key)
+        try:
+            buf_open(&d, data)
+            try:
+                off = cx_lookup(self.base, pdb, k.ptr, k.len, 1, 0, lfu_policy(self), &self.rng)
+                if not off:
+                    put(self, pdb, &k, &d, -1, TYPE_STRING, False)
+                    return d.len
+                e = CX_E(self.base, off)
+                old_len = e.value_len
+                new_len = old_len + d.len
+                if d.len == 0:
+                    return old_len
+                if new_len <= cx_value_cap(e):
+                    # in place: bytes past the old length are not visible until value_len grows
+                    copy_bytes(CX_VAL(e) + old_len, d.ptr, d.len)
+                    e.value_len = new_len
+                    CX_SB(self.base).dataset += d.len
+                    cx_reseal(self.base, off)
+                    return new_len
+                cx_pin(self.base, off)      # reserving may evict; not this entry
+                # room to grow (like Redis's greedy strings), but only if it needs no eviction
+                cfg = eviction_cfg(self)
+                cfg.policy = CX_NOEVICTION
+                fresh = cx_reserve(self.base, k.len, new_len * 2 if new_len < (1 << 20) else new_len + (1 << 20),
+                                   new_len, &cfg, now)
+                if not fresh:
+                    cfg = eviction_cfg(self)
+                    fresh = cx_reserve(self.base, k.len, new_len, new_len, &cfg, now)
+                if not fresh:
+                    cx_unpin(self.base, off)
+                    raise_oom(self, new_len)
+                ne = CX_E(self.base, fresh)
+                copy_bytes(CX_VAL(ne), CX_VAL(e), old_len)
+                copy_bytes(CX_VAL(ne) + old_len, d.ptr, d.len)
+                cx_commit(self.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
+                cx_unpin(self.base, off)     # frees the old version unless a reader holds it
+                return new_len
+            finally:
+                buf_close(&d)
+        finally:
+            buf_close(&k)
+
+    def setrange(self, int db, key, uint64_t offset, data):
+        """SETRANGE: zero-pads, keeps the TTL, creates the key unless data is empty.
+        Returns the new length. Bytes a reader may hold are never rewritten in place."""
+        cdef Buf k, d
+        cdef unsigned pdb = physical_db(self, db)
+        cdef uint64_t off, fresh, old_len, new_len, end
+        cdef cx_entry* e
+        cdef cx_entry* ne
+        cdef int64_t now = cx_now_ms()
+        key_open(&k, key)
+        try:
+            buf_open(&d, data)
+            try:
+                end = offset + d.len
+                off = cx_lookup(self.base, pdb, k.ptr, k.len, 1, 0, lfu_policy(self), &self.rng)
+                if not off:
+                    if d.len == 0:
+                        return 0
+                    fresh = reserve_or_raise(self, k.len, end, now)
+                    ne = CX_E(self.base, fresh)
+                    memset(CX_VAL(ne), 0, offset)
+                    copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
+                    cx_commit(self.base, fresh, pdb, k.ptr, k.len, -1, TYPE_STRING, 0, now)
+                    return end
+                e = CX_E(self.base, off)
+                old_len = e.value_len
+                if d.len == 0:
+                    return old_len
+                new_len = max(old_len, end)
+                if offset >= old_len and new_len <= cx_value_cap(e):
+                    memset(CX_VAL(e) + old_len, 0, offset - old_len)
+                    copy_bytes(CX_VAL(e) + offset, d.ptr, d.len)
+                    e.value_len = new_len
+                    CX_SB(self.base).dataset += new_len - old_len
+                    cx_reseal(self.base, off)
+                    return new_len
+                cx_pin(self.base, off)
+                try:
+                    fresh = reserve_or_raise(self, k.len, new_len, now)
+                    ne = CX_E(self.base, fresh)
+                    copy_bytes(CX_VAL(ne), CX_VAL(e), old_len)
+                    if offset > old_len:
+                        memset(CX_VAL(ne) + old_len, 0, offset - old_len)
+                    copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
+                    cx_commit(self.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
+                finally:
+                    cx_unpin(self.base, off)
+                return new_len
+            finally:
+                buf_close(&d)
+        finally:
+            buf_close(&k)
+
+    def set_expire(self, uint64_t off, int64_t at_ms):
+        """Set the absolute expiry in ms (-1 = persist); bumps the generation."""
+        entry_at(self, off, LIVE_ONLY)
+        cx_set_expire(self.base, off, at_ms, cx_now_ms())
+
+    def delete(self, int db, key):
+        cdef uint64_t off = self.lookup(db, key, False, False)
+        if not off:
+            return False
+        cx_drop(self.base, off, 1)
+        return True
+
+    def copy(self, int db, key, int dstdb, dstkey, bint replace=False):
+        """COPY: the value (and TTL and type) copied by memcpy; False if the source is
+        missing or the destination exists and replace is false."""
+        cdef unsigned spdb = physical_db(self, db), dpdb = physical_db(self, dstdb)
+        cdef uint64_t src, fresh
+        cdef cx_entry* e
+        cdef Buf dk
+        cdef int64_t now = cx_now_ms()
+        src = self.lookup(db, key, True, False)
+        if not src:
+            return False
+        if not replace and self.lookup(dstdb, dstkey, False, False):
+            return False
+        e = CX_E(self.base, src)
+        key_open(&dk, dstkey)
+        try:
+            cx_pin(self.base, src)       # not evicted to make room for its own copy
+            try:
+                fresh = reserve_or_raise(self, dk.len, e.value_len, now)
+                copy_bytes(CX_VAL(CX_E(self.base, fresh)), CX_VAL(e), e.value_len)
+                cx_commit(self.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
+            finally:
+                cx_unpin(self.base, src)
+        finally:
+            buf_close(&dk)
+        return True
+
+    def rename(self, int db, key, int dstdb, dstkey):
+        """RENAME/MOVE: keeps the TTL, replaces the destination; False if key is missing.
+        The value stays where it is when the new key fits the entry's key area."""
+        cdef unsigned spdb = physical_db(self, db), dpdb = physical_db(self, dstdb)
+        cdef uint64_t src, fresh
+        cdef cx_entry* e
+        cdef Buf dk
+        cdef int64_t now = cx_now_ms()
+        src = self.lookup(db, key, False, False)
+        if not src:
+            return False
+        e = CX_E(self.base, src)
+        key_open(&dk, dstkey)
+        try:
+            if spdb == dpdb and <uint64_t>dk.len == e.key_len and memcmp(CX_KEY(e), dk.ptr, dk.len) == 0:
+                return True
+            if <uint64_t>dk.len <= e.key_cap:
+                cx_rename_in_place(self.base, src, dpdb, dk.ptr, dk.len)
+                return True
+            cx_pin(self.base, src)
+            try:
+                fresh = reserve_or_raise(self, dk.len, e.value_len, now)
+                copy_bytes(CX_VAL(CX_E(self.base, fresh)), CX_VAL(e), e.value_len)
+                cx_commit(self.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
+                cx_drop(self.base, src, 1)   # a zombie until the unpin below
+            finally:
+                cx_unpin(self.base, src)
+        finally:
+            buf_close(&dk)
+        return True
+
+    # ---- keyspace ----
+    def dbsize(self, int db):
+        return CX_SB(self.base).db_keys[physical_db(self, db)]
+
+    def db_expires(self, int db):
+        return CX_SB(self.base).db_volatile[physical_db(self, db)]
+
+    def flushdb(self, int db):
+        drop_all(self, physical_db(self, db))
+
+    def flushall(self):
+        open_base(self)
+        drop_all(self, -1)
+
+    def swapdb(self, int a, int b):
+        cdef unsigned pa = physical_db(self, a), pb = physical_db(self, b)
+        cdef cx_super* sb = CX_SB(self.base)
+        sb.db_map[a] = pb
+        sb.db_map[b] = pa
+
+    def scan(self, int db, uint64_t cursor, Py_ssize_t count=10, match=None, int type=-1):
+        """One SCAN step: (next_cursor, keys). The cursor is a bucket number; every key
+        present for the whole scan is returned at least once. Expired keys are skipped."""
+        cdef unsigned pdb = physical_db(self, db)
+        cdef char* base = self.base
+        cdef cx_super* sb = CX_SB(base)
+        cdef uint64_t* bk = CX_BUCKETS(base)
+        cdef uint64_t mask = sb.index_buckets - 1, b = cursor, cur, visited = 0
+        cdef Py_ssize_t examined = 0
+        cdef int64_t now = cx_now_ms()
+        cdef cx_entry* e
+        cdef Buf m
+        cdef bint use_match = False
+        cdef list out = []
+        if cursor > mask:
+            return 0, out
+        if match is not None:
+            buf_open(&m, match)
+            use_match = not (m.len == 1 and m.ptr[0] == b'*')
+        try:
+            while True:
+                cur = bk[b]
+                while cur:
+                    e = CX_E(base, cur)
+                    if e.db == pdb:
+                        examined += 1
+                        if (not cx_expired(e, now) and (type < 0 or e.type == type)
+                                and (not use_match or cx_glob(m.ptr, m.len, CX_KEY(e), e.key_len, 0))):
+                            out.append(key_of(e))
+                    cur = e.chain_next
+                b += 1
+                visited += 1
+                if b > mask:
+                    b = 0
+                    break
+                if examined >= count or visited >= SCAN_BUCKET_CAP:
+                    break
+        finally:
+            if match is not None:
+                buf_close(&m)
+        return b, out
+
+    def keys(self, int db, pattern):
+        """KEYS: every unexpired key of db matching the glob pattern."""
+        cdef unsigned pdb = physical_db(self, db)
+        cdef char* base = self.base
+        cdef uint64_t* bk = CX_BUCKETS(base)
+        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
+        cdef int64_t now = cx_now_ms()
+        cdef cx_entry* e
+        cdef Buf m
+        cdef list out = []
+        buf_open(&m, pattern)
+        try:
+            all_keys = m.len == 1 and m.ptr[0] == b'*'
+            for b in range(nb):
+                cur = bk[b]
+                while cur:
+                    e = CX_E(base, cur)
+                    if (e.db == pdb and not cx_expired(e, now)
+                            and (all_keys or cx_glob(m.ptr, m.len, CX_KEY(e), e.key_len, 0))):
+                        out.append(key_of(e))
+                    cur = e.chain_next
+        finally:
+            buf_close(&m)
+        return out
+
+    def random_key(self, int db):
+        """A random unexpired key of db, or None; expired keys met on the way are deleted."""
+        cdef unsigned pdb = physical_db(self, db)
+        cdef uint64_t off
+        cdef cx_super* sb = CX_SB(self.base)
+        while True:
+            off = cx_random_entry(self.base, &self.rng, pdb, 0, 0)
+            if not off:
+                return None
+            if not cx_expired(CX_E(self.base, off), cx_now_ms()):
+                return key_of(CX_E(self.base, off))
+            cx_drop(self.base, off, 1)
+            sb.expired += 1
+            sb.tenants[0].expired += 1
+
+    def expire_cycle(self, uint64_t max_checks):
+        """Active expiry step: examine up to max_checks entries from the saved bucket
+        cursor and delete the expired ones. Returns how many were deleted."""
+        return cx_expire_cycle(open_base(self), max_checks, cx_now_ms())
+
+    # ---- accounting and checks ----
+    def stats(self):
+        cdef cx_super* sb = CX_SB(open_base(self))
+        cdef uint64_t free_bytes = sb.heap_size - sb.heap_used
+        cdef uint64_t largest = largest_free(self.base)
+        return {
+            "used_memory": sb.heap_used + sb.heap_off,
+            "used_memory_dataset": sb.dataset,
+            "heap_size": sb.heap_size,
+            "heap_used": sb.heap_used,
+            "free_bytes": free_bytes,
+            "largest_free": largest,
+            "fragmentation": 1.0 - <double>largest / free_bytes if free_bytes else 0.0,
+            "overhead": <double>sb.heap_used / sb.dataset if sb.dataset else 0.0,
+            "entries": sb.entries,
+            "pinned": sb.pinned,
+            "zombies": sb.zombies,
+            "reserved": sb.reserved,
+            "expired_keys": sb.expired,
+            "evicted_keys": sb.evicted,
+            "keyspace_hits": sb.hits,
+            "keyspace_misses": sb.misses,
+            "maxmemory": self.maxmem,
+            "policy": POLICY_NAMES[self.policy_id],
+            "index_buckets": sb.index_buckets,
+            "generation": sb.generation,
+            "recovery": self.recovery,
+            "dropped_entries": self.dropped_entries,
+        }
+
+    def reset_stats(self):
+        cdef cx_super* sb = CX_SB(open_base(self))
+        cdef int i
+        sb.hits = sb.misses = sb.expired = sb.evicted = 0
+        for i in range(CX_NTENANT):
+            sb.tenants[i].hits = sb.tenants[i].misses = 0
+            sb.tenants[i].expired = sb.tenants[i].evicted = 0
+
+    def check(self):
+        """Validate every structure against a full heap walk; returns problem strings."""
+        return check_arena(self)
+
+
+cdef void drop_all(Arena a, int pdb) noexcept:
+    """Delete every entry of physical db pdb (all dbs if -1); pinned ones become zombies."""
+    cdef char* base = a.base
+    cdef uint64_t* bk = CX_BUCKETS(base)
+    cdef uint64_t b, cur, nxt, nb = CX_SB(base).index_buckets
+    for b in range(nb):
+        cur = bk[b]
+        while cur:
+            nxt = CX_E(base, cur).chain_next
+            if pdb < 0 or CX_E(base, cur).db == pdb:
+                cx_drop(base, cur, 1)
+            cur = nxt
+
+
+cdef uint64_t largest_free(char* base) noexcept:
+    cdef cx_super* sb = CX_SB(base)
+    cdef int c
+    cdef uint64_t cur, best = 0
+    for c in range(CX_NCLASS - 1, -1, -1):
+        cur = sb.free_head[c]
+        while cur:
+            best = max(best, CX_SIZE((<cx_freeblk*>(base + cur)).size_state))
+            cur = (<cx_freeblk*>(base + cur)).next
+        if best:
+            return best
+    return 0
+
+
+cdef list check_arena(Arena a):
+    cdef char* base = open_base(a)
+    cdef cx_super* sb = CX_SB(base)
+    cdef uint64_t lo = sb.heap_off, hi = sb.heap_off + sb.heap_size, off = lo, size, w, cur, prev
+    cdef uint64_t mask = sb.index_buckets - 1
+    cdef uint64_t* bk = CX_BUCKETS(base)
+    cdef cx_entry* e
+    cdef cx_freeblk* fb
+    cdef cx_tenant* t
+    cdef unsigned st
+    cdef int c, ti, l
+    cdef list problems = []
+    cdef dict live = {}
+    cdef set free_blocks = set()
+    heap_used = dataset = reserved = zombies = pinned = 0
+    db_keys = [0] * CX_NDB
+    db_volatile = [0] * CX_NDB
+    tenant_used = [0] * CX_NTENANT
+    tenant_keys = [0] * CX_NTENANT
+    tenant_volatile = [0] * CX_NTENANT
+    prev_free = False
+    while off < hi:
+        w = (<uint64_t*>(base + off))[0]
+        size = CX_SIZE(w)
+        st = CX_STATE(w)
+        if size < 64 or size > hi - off:
+            problems.append(f"heap walk: block at {off} has impossible size {size}")
+            break
+        if (<uint64_t*>(base + off + size - 8))[0] != size:
+            problems.append(f"block at {off}: footer does not repeat its size {size}")
+        if st == CX_FREE:
+            if prev_free:
+                problems.append(f"free block at {off} follows another free block")
+            free_blocks.add(off)
+        elif st == CX_LIVE or st == CX_ZOMBIE or st == CX_RESERVED:
+            heap_used += size
+            e = CX_E(base, off)
+            if st == CX_RESERVED:
+                reserved += 1
+            elif st == CX_ZOMBIE:
+                zombies += 1
+                pinned += e.pins > 0
+                if not e.pins:
+                    problems.append(f"zombie at {off} is not pinned")
+            else:
+                if not cx_entry_intact(base, off, size):
+                    problems.append(f"live entry at {off}: header checksum or key hash mismatch")
+                live[off] = (e.db, key_of(e))
+                pinned += e.pins > 0
+                dataset += e.key_len + e.value_len
+                db_keys[e.db] += 1
+                tenant_used[e.tenant] += size
+                tenant_keys[e.tenant] += 1
+                if e.expire_at != -1:
+                    db_volatile[e.db] += 1
+                    tenant_volatile[e.tenant] += 1
+        else:
+            problems.append(f"block at {off} has unknown state {st}")
+        prev_free = st == CX_FREE
+        off += size
+    if off != hi:
+        problems.append(f"heap walk ends at {off}, heap ends at {hi}")
+
+    listed = set()
+    for c in range(CX_NCLASS):
+        cur = sb.free_head[c]
+        if bool(cur) != bool((sb.free_map[c >> 6] >> (c & 63)) & 1):
+            problems.append(f"free-class bitmap bit {c} disagrees with its list")
+        prev = 0
+        while cur:
+            if cur in listed or cur not in free_blocks:
+                problems.append(f"free list {c}: {cur} is not a free block (or listed twice)")
+                break
+            listed.add(cur)
+            fb = <cx_freeblk*>(base + cur)
+            if cx_class(CX_SIZE(fb.size_state)) != <unsigned>c:
+                problems.append(f"free block {cur} of size {CX_SIZE(fb.size_state)} is in class {c}")
+            if fb.prev != prev:
+                problems.append(f"free list {c}: back link of {cur} is {fb.prev}, expected {prev}")
+            prev = cur
+            cur = fb.next
+    if listed != free_blocks:
+        problems.append(f"{len(free_blocks - listed)} free blocks are on no free list")
+
+    indexed = set()
+    names = set()
+    for b in range(mask + 1):
+        cur = bk[b]
+        while cur:
+            if cur not in live or cur in indexed:
+                problems.append(f"bucket {b} reaches {cur}, which is not a live entry (or is reached twice)")
+                break
+            indexed.add(cur)
+            if live[cur] in names:
+                problems.append(f"key {live[cur]!r} is indexed twice")
+            names.add(live[cur])
+            e = CX_E(base, cur)
+            if (e.hash & mask) != b:
+                problems.append(f"entry {cur} is chained in bucket {b}, its hash says {e.hash & mask}")
+            cur = e.chain_next
+    if len(indexed) != len(live):
+        problems.append(f"{len(live) - len(indexed)} live entries are not in the index")
+
+    in_lru = set()
+    for ti in range(CX_NTENANT):
+        t = &sb.tenants[ti]
+        for l in range(2):
+            cur = t.head[l]
+            prev = 0
+            nbytes = 0
+            while cur:
+                if cur not in live or cur in in_lru:
+                    problems.append(f"LRU list {ti}/{l} reaches {cur}, not a live entry (or twice)")
+                    break
+                in_lru.add(cur)
+                e = CX_E(base, cur)
+                if e.lru_prev != prev:
+                    problems.append(f"LRU list {ti}/{l}: back link of {cur} is {e.lru_prev}, expected {prev}")
+                if (e.expire_at != -1) != l or e.tenant != ti:
+                    problems.append(f"entry {cur} is on the wrong LRU list {ti}/{l}")
+                nbytes += CX_SIZE(e.size_state)
+                prev = cur
+                cur = e.lru_next
+            if t.tail[l] != prev:
+                problems.append(f"LRU list {ti}/{l}: tail is {t.tail[l]}, the walk ends at {prev}")
+            if t.list_bytes[l] != nbytes:
+                problems.append(f"LRU list {ti}/{l}: counts {t.list_bytes[l]} bytes, holds {nbytes}")
+        if t.used_bytes != tenant_used[ti] or t.keys != tenant_keys[ti] or t.volatile_keys != tenant_volatile[ti]:
+            problems.append(f"tenant {ti} counters (bytes/keys/volatile) {t.used_bytes}/{t.keys}/"
+                            f"{t.volatile_keys}, recounted {tenant_used[ti]}/{tenant_keys[ti]}/{tenant_volatile[ti]}")
+    if len(in_lru) != len(live):
+        problems.append(f"{len(live) - len(in_lru)} live entries are on no LRU list")
+
+    for name, stored, counted in (("heap_used", sb.heap_used, heap_used), ("dataset", sb.dataset, dataset),
+                                  ("entries", sb.entries, len(live)), ("reserved", sb.reserved, reserved),
+                                  ("zombies", sb.zombies, zombies), ("pinned", sb.pinned, pinned)):
+        if stored != counted:
+            problems.append(f"counter {name} is {stored}, recounted {counted}")
+    for c in range(CX_NDB):
+        if sb.db_keys[c] != db_keys[c] or sb.db_volatile[c] != db_volatile[c]:
+            problems.append(f"db {c} counters keys/volatile {sb.db_keys[c]}/{sb.db_volatile[c]}, "
+                            f"recounted {db_keys[c]}/{db_volatile[c]}")
+    if sorted(sb.db_map[c] for c in range(CX_NDB)) != list(range(CX_NDB)):
+        problems.append("the logical -> physical db map is not a permutation")
+    return problems

@@ -1,0 +1,167 @@
+"""CLIENT, INFO, COMMAND and CONFIG as clients and operators use them."""
+import re
+import socket
+
+import pytest
+import redis
+
+from conftest import raw_connection
+
+
+def test_client_list_info_setname(cxl):
+    a = cxl.client()
+    a.client_setname("alpha")
+    me = a.client_info()
+    assert me["name"] == "alpha"
+    listing = a.client_list()
+    assert any(entry["name"] == "alpha" and entry["id"] == me["id"] for entry in listing)
+    line = a.execute_command("CLIENT", "INFO")
+    for field in ("id=", "addr=", "laddr=", "fd=", "name=alpha", "age=", "idle=", "flags=N",
+                  "db=0", "multi=-1", "qbuf=", "obl=", "omem=", "cmd=client|info", "user=default", "resp=2"):
+        assert field in (line.decode() if isinstance(line, bytes) else line)
+    with pytest.raises(redis.ResponseError,
+                       match="Client names cannot contain spaces, newlines or special characters."):
+        a.client_setname("has space")
+
+
+def test_client_kill_by_id_and_addr(cxl):
+    a, victim = cxl.client(), cxl.client()
+    victim.ping()
+    vid = victim.client_id()
+    assert a.client_kill_filter(_id=vid) == 1
+    assert a.execute_command("CLIENT", "KILL", "ID", str(vid)) == 0
+    conn = raw_connection(cxl.port)
+    conn.request("CLIENT", "SETNAME", "rawvictim")
+    addr = next(e["addr"] for e in a.client_list() if e["name"] == "rawvictim")
+    assert a.execute_command("CLIENT", "KILL", addr) in (b"OK", "OK", True)
+    assert conn.is_closed()
+    with pytest.raises(redis.ResponseError, match="No such client"):
+        a.execute_command("CLIENT", "KILL", addr)
+
+
+def test_client_reply_off_skip_on(cxl):
+    with raw_connection(cxl.port) as conn:
+        conn.send(b"CLIENT REPLY OFF\r\nSET a 1\r\nGET a\r\nCLIENT REPLY ON\r\n")
+        assert conn.read_reply() == b"+OK\r\n"      # only the ON is answered
+        conn.send(b"CLIENT REPLY SKIP\r\nGET a\r\nGET a\r\n")
+        assert conn.read_reply() == b"$1\r\n1\r\n"  # the first GET was skipped
+
+
+def test_select_and_databases(cxl):
+    with raw_connection(cxl.port) as conn:
+        conn.request("SET", "k", "db0")
+        assert conn.request("SELECT", "15") == b"+OK\r\n"
+        assert conn.request("GET", "k") == b"$-1\r\n"
+        assert conn.request("SELECT", "16") == b"-ERR DB index is out of range\r\n"
+        assert conn.request("SELECT", "x") == b"-ERR value is not an integer or out of range\r\n"
+
+
+def test_info_sections(cxl):
+    c = cxl.client()
+    c.set("x", "1")
+    full = c.execute_command("INFO").decode()
+    for section in ("# Server", "# Clients", "# Memory", "# Persistence", "# Stats",
+                    "# Replication", "# CPU", "# Keyspace", "# Arena"):
+        assert section in full
+    assert "# Commandstats" not in full
+    everything = c.info("everything")
+    assert everything["cmdstat_set"]["calls"] >= 1
+    assert c.info("replication")["role"] == "master"
+    mem = c.info("memory")
+    assert mem["used_memory"] > 0 and mem["maxmemory"] > 0
+    assert c.info("keyspace")["db0"]["keys"] >= 1
+    arena = c.info("arena")
+    assert arena["arena_size"] > 0 and "arena_fragmentation" in arena
+    hits_before = c.info("stats")["keyspace_hits"]
+    c.get("x")
+    c.get("missing")
+    stats = c.info("stats")
+    assert stats["keyspace_hits"] == hits_before + 1
+    with pytest.raises(redis.ResponseError):
+        c.execute_command("NOPE")
+    assert c.info("errorstats")["errorstat_ERR"]["count"] >= 1
+    c.config_resetstat()
+    assert "errorstat_ERR" not in c.info("errorstats")
+
+
+def test_valkey_glide_style_info_queries(cxl):
+    """valkey-glide asks INFO REPLICATION and INFO memory on connect."""
+    with raw_connection(cxl.port) as conn:
+        reply = conn.request("INFO", "REPLICATION")
+        assert b"role:master" in reply
+        reply = conn.request("INFO", "memory")
+        assert b"used_memory:" in reply and b"# Server" not in reply
+
+
+def test_command_table_matches_redis_for_shared_commands(cxl, redis_oracle):
+    """Arity, flags, key positions and ACL categories agree with Redis 7.0 where both implement a command."""
+    ours = {row[0]: row for row in _command_rows(cxl.port)}
+    theirs = {row[0]: row for row in _command_rows(redis_oracle.port)}
+    compared = 0
+    for name, row in ours.items():
+        if name in theirs:
+            assert row == theirs[name], name
+            compared += 1
+    assert compared >= 60
+
+
+def _command_rows(port):
+    rows = []
+    conn = redis.Redis(port=port, protocol=2)
+    raw = conn.execute_command("COMMAND", "INFO", *_names(conn))
+    for entry in raw:
+        if entry is None:
+            continue
+        name, arity, flags, first, last, step, cats = entry[:7]
+        rows.append((name, arity, tuple(sorted(flags)), first, last, step, tuple(cats)))
+        for sub in entry[9] or []:
+            sname, sarity, sflags, sfirst, slast, sstep, scats = sub[:7]
+            rows.append((sname, sarity, tuple(sorted(sflags)), sfirst, slast, sstep, tuple(scats)))
+    conn.close()
+    return rows
+
+
+def _names(conn):
+    return [n for n in conn.execute_command("COMMAND", "LIST") if b"|" not in n]
+
+
+def test_command_count_list_getkeys(cxl):
+    c = cxl.client()
+    names = c.execute_command("COMMAND", "LIST")
+    assert b"get" in names and b"client|list" in names
+    assert c.execute_command("COMMAND", "COUNT") == len([n for n in names if b"|" not in n])
+    assert c.execute_command("COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2") == [b"a", b"b"]
+    with pytest.raises(redis.ResponseError, match="Invalid command specified"):
+        c.execute_command("COMMAND", "GETKEYS", "NOSUCH", "a")
+    docs = raw_connection(cxl.port).request("COMMAND", "DOCS", "get")
+    assert docs.startswith(b"*2\r\n$3\r\nget\r\n")
+    assert b"$7\r\nsummary\r\n$22\r\nGet the value of a key\r\n" in docs
+
+
+def test_config_set_applies_at_runtime(cxl_factory):
+    srv = cxl_factory()
+    c = srv.client()
+    c.config_set("proto-max-bulk-len", "1mb")
+    with pytest.raises(redis.ConnectionError):
+        c.set("k", b"x" * (2 << 20))
+    c = srv.client()
+    with pytest.raises(redis.ResponseError, match="can't set immutable config"):
+        c.config_set("arena-size", "2gb")
+    with pytest.raises(redis.ResponseError, match="Unknown option"):
+        c.config_set("no-such-option", "1")
+
+
+def test_maxclients(cxl_factory):
+    srv = cxl_factory(maxclients="3")
+    held = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(3)]
+    with raw_connection(srv.port) as conn:
+        assert conn.read_reply() == b"-ERR max number of clients reached\r\n"
+    for s in held:
+        s.close()
+
+
+def test_time_and_lastsave(cxl):
+    c = cxl.client()
+    seconds, micros = c.time()
+    assert seconds > 1_700_000_000 and 0 <= micros < 1_000_000
+    assert re.match(rb"^:\d+\r\n$", raw_connection(cxl.port).request("LASTSAVE"))
