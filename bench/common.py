@@ -167,8 +167,9 @@ class Server:
         self.spec = spec
         self.maxmemory = maxmemory
         self.policy = policy
-        # the arena holds the index and headers besides the heap, so give it room
-        self.arena_size = arena_size or max(4 * GiB, _round_up(maxmemory * 5 // 4 + 256 * MiB, GiB))
+        # the arena holds the superblock and index besides the heap (which maxmemory
+        # limits), so give it room; it is a sparse file, untouched pages cost nothing
+        self.arena_size = arena_size or _round_up(maxmemory * 5 // 4 + 256 * MiB, 256 * MiB)
         self.port = 0
         self.process: subprocess.Popen | None = None
         self.workdir = ""

@@ -40,14 +40,13 @@ def lookup(argv):
 def dispatch(c, argv):
     spec, error = lookup(argv)
     if error is not None:
-        if c.multi is not None:
-            if spec is not None and spec.name == "exec":
-                # EXEC itself refused: Redis drops the transaction and says why.
-                c.discard_multi()
-                c.watched.clear()
-                error = "EXECABORT Transaction discarded because of: " + error.removeprefix("ERR ")
-            else:
-                c.multi_dirty = True
+        if spec is not None and spec.name == "exec":
+            # EXEC itself refused: Redis drops any transaction and says why.
+            c.discard_multi()
+            c.watched.clear()
+            error = "EXECABORT Transaction discarded because of: " + error.removeprefix("ERR ")
+        elif c.multi is not None:
+            c.multi_dirty = True
         reject(c, spec, error)
         return
     if c.multi is not None and spec.name not in _NOT_QUEUED:
@@ -58,6 +57,7 @@ def dispatch(c, argv):
         c.multi.append(argv)
         c.reply.simple("QUEUED")
         return
+    c.last_command = spec.name  # what CLIENT LIST shows: EXEC, not what EXEC ran
     call(c, spec, argv)
 
 
@@ -72,7 +72,6 @@ def reject(c, spec, error):
 
 def call(c, spec, argv):
     """Run one command's handler (also used by EXEC for queued commands)."""
-    c.last_command = spec.name
     counters = c.server.stats.command(spec.name)
     mark = c.reply.mark()
     start = time.perf_counter_ns()
@@ -104,10 +103,13 @@ def with_reply_mode(c, write):
     if c.reply_mode == "on":
         write()
         return
+    mode = c.reply_mode
     mark = c.reply.mark()
     write()
+    if c.reply_mode == "on":
+        return  # CLIENT REPLY ON answers even though replies were off when it arrived
     _unpin(c, c.reply.rollback(mark))
-    if c.reply_mode == "skip":
+    if mode == "skip":
         c.reply_mode = "on"
 
 

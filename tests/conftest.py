@@ -19,7 +19,8 @@ files in sub-directories: pytest would then shadow this module's name):
     (SIGKILL if still alive after ``timeout``), ``.kill9()``, ``.restart()``
     (same port, arena and options; ``restart(**options)`` changes some),
     ``.close()`` (stop and remove the directory).  Every started process is
-    also killed by pid when the interpreter exits.  ``.client(protocol=2,
+    killed by pid when the interpreter exits, and by the kernel if pytest
+    itself dies (PR_SET_PDEATHSIG).  ``.client(protocol=2,
     **kwargs) -> redis.Redis`` is a redis-py client on the server's port.
 
 ``raw_connection(port=None, *, unixsocket=None, timeout=5.0) -> RawConnection``
@@ -32,11 +33,16 @@ files in sub-directories: pytest would then shadow this module's name):
     complete reply arrives in time and ``ConnectionClosed`` when the server
     closes mid-reply.
 
+``server_under_test(conf=None, **options) -> ServerProcess``  a not yet started
+    server of kind ``TARGET`` (what ``cxl`` and ``cxl_factory`` use).
+``TARGET``  "cxlredis", or "redis" when ``CXLREDIS_TEST_TARGET=redis`` (below).
+``ServerStartError``  raised by ``start()``; its message holds the command line and the log.
+
 ``encode_command(*args) -> bytes``  a RESP multibulk request (str, bytes or int arguments).
 ``reply_end(buf, pos=0) -> int | None``  index just past the complete reply at ``pos``
     (None while incomplete).
 ``parse_reply(data) -> object``     decode one reply: simple strings as ``Simple``,
-    errors as ``Error``, bulk strings as bytes, null as None, integers as int,
+    errors as ``Error`` (both ``str`` subclasses), bulk strings as bytes, null as None, integers as int,
     doubles as float, booleans as bool, arrays/sets/pushes as list, maps as dict
     (list of pairs if a key is unhashable), big numbers as int.
 

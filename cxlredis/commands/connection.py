@@ -92,6 +92,8 @@ def cmd_select(c, argv):
 
 def select_db(c, arg):
     db = parse_int(arg)
+    if db < -(1 << 31) or db >= 1 << 31:  # Redis reads the index as a C int
+        raise CommandError(errors.int_out_of_range(-(1 << 31), (1 << 31) - 1))
     if db < 0 or db >= c.server.config["databases"]:
         raise CommandError(errors.DB_INDEX_OUT_OF_RANGE)
     return db
@@ -256,8 +258,11 @@ def cmd_client_reply(c, argv):
     if mode == "ON":
         c.reply_mode = "on"
         c.reply.ok()
-    elif mode in ("OFF", "SKIP"):
-        c.reply_mode = mode.lower()
+    elif mode == "OFF":
+        c.reply_mode = "off"
+    elif mode == "SKIP":
+        if c.reply_mode != "off":  # SKIP means nothing while replies are off
+            c.reply_mode = "skip"
     else:
         raise CommandError(errors.SYNTAX)
 

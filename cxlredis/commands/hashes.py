@@ -167,12 +167,19 @@ def cmd_hincrby(c, argv):
 
 
 def cmd_hincrbyfloat(c, argv):
+    increment = bytes(argv[3])
+    try:  # Redis vets the increment alone before it looks at the hash
+        incr_by_float(None, increment)
+    except NotAFloat:
+        raise CommandError(errors.NOT_FLOAT) from None
+    except OverflowError:
+        raise CommandError("ERR value is NaN or Infinity") from None
     fields = read_hash(c, argv[1])
     field = bytes(argv[2])
     try:
-        result = incr_by_float(fields.get(field), bytes(argv[3]))
-    except NotAFloat as e:
-        raise CommandError(HASH_NOT_FLOAT if str(e) == "value" else errors.NOT_FLOAT) from None
+        result = incr_by_float(fields.get(field), increment)
+    except NotAFloat:
+        raise CommandError(HASH_NOT_FLOAT) from None
     except OverflowError:
         raise CommandError(errors.INCRFLOAT_NAN_INF) from None
     fields[field] = result

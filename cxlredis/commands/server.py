@@ -111,7 +111,7 @@ def cmd_command_info(c, argv):
     for arg in argv[2:]:
         spec = find_spec(arg)
         if spec is None:
-            c.reply.null_array()
+            c.reply.null()  # Redis sends a null bulk here, not a null array
         else:
             reply_command_info(c, spec)
 
@@ -286,7 +286,10 @@ def cmd_shutdown(c, argv):
 
 def cmd_function_flush(c, argv):
     # No scripting engine here: there are no functions to delete.
-    if len(argv) > 3 or (len(argv) == 3 and upper(argv[2]) not in ("ASYNC", "SYNC")):
+    if len(argv) > 3:
+        raise CommandError("ERR unknown subcommand or wrong number of arguments for 'FLUSH'. "
+                           "Try FUNCTION HELP.")
+    if len(argv) == 3 and upper(argv[2]) not in ("ASYNC", "SYNC"):
         raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
     c.reply.ok()
 

@@ -21,20 +21,21 @@ def cmd_multi(c, argv):
 def cmd_exec(c, argv):
     if c.multi is None:
         raise CommandError(errors.EXEC_WITHOUT_MULTI)
-    queued, dirty = c.multi, c.multi_dirty
-    c.multi = None
-    c.multi_dirty = False
+    queued = c.multi
     try:
-        if dirty:
+        if c.multi_dirty:
             raise CommandError(errors.EXECABORT)
         if watched_keys_changed(c):
             c.reply.null_array()
             return
+        # c.multi stays set while the queue runs: CLIENT INFO inside EXEC shows flags=x, as in Redis.
         c.reply.array(len(queued))
         for argv_queued in queued:
             spec, _ = dispatch.lookup(argv_queued)
             dispatch.call(c, spec, argv_queued)
     finally:
+        c.multi = None
+        c.multi_dirty = False
         c.watched.clear()
         for argv_queued in queued:
             release_slots(argv_queued)

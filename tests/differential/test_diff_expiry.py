@@ -93,6 +93,7 @@ def test_watch_and_expiry(redis_oracle, cxl):
     ], 2, "watch and expiry")
 
 
+@pytest.mark.slow
 def test_idletime_grows(redis_oracle, cxl):
     run_sequence(redis_oracle, cxl, [("SET", "k", "v")], 2, "idletime setup")
     time.sleep(2.2)
@@ -115,6 +116,7 @@ def _wait_for_dbsize(server, expected, timeout):
             time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_active_expiry_removes_untouched_keys(redis_oracle, cxl):
     # No command touches these keys: only the background expiry cycle can
     # remove them.  Redis runs it ten times a second; allow a few seconds.

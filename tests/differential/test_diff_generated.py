@@ -12,6 +12,7 @@ expiry times are long (100 s and more) and all distinct within one example, at
 least 500 ms apart, so GT/LT comparisons between two expiries never depend on
 which millisecond a command arrived in.
 """
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from diff_harness import flushall, run_sequence
@@ -147,6 +148,7 @@ def sequences(draw):
     return [tuple(unique(t.unit) if isinstance(t, Ttl) else t for t in step) for step in steps]
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=sequences(), protocol=st.sampled_from([2, 3]))
 def test_generated_sequences(redis_oracle, cxl, steps, protocol):

@@ -5,7 +5,7 @@ import socket
 import pytest
 import redis
 
-from conftest import raw_connection
+from conftest import parse_reply, raw_connection
 
 
 def test_client_list_info_setname(cxl):
@@ -14,11 +14,13 @@ def test_client_list_info_setname(cxl):
     me = a.client_info()
     assert me["name"] == "alpha"
     listing = a.client_list()
-    assert any(entry["name"] == "alpha" and entry["id"] == me["id"] for entry in listing)
-    line = a.execute_command("CLIENT", "INFO")
-    for field in ("id=", "addr=", "laddr=", "fd=", "name=alpha", "age=", "idle=", "flags=N",
+    assert any(entry["name"] == "alpha" and str(entry["id"]) == str(me["id"]) for entry in listing)
+    with raw_connection(cxl.port) as conn:
+        conn.request("CLIENT", "SETNAME", "beta")
+        line = parse_reply(conn.request("CLIENT", "INFO")).decode()
+    for field in ("id=", "addr=", "laddr=", "fd=", "name=beta", "age=", "idle=", "flags=N",
                   "db=0", "multi=-1", "qbuf=", "obl=", "omem=", "cmd=client|info", "user=default", "resp=2"):
-        assert field in (line.decode() if isinstance(line, bytes) else line)
+        assert field in line
     with pytest.raises(redis.ResponseError,
                        match="Client names cannot contain spaces, newlines or special characters."):
         a.client_setname("has space")
@@ -59,7 +61,7 @@ def test_select_and_databases(cxl):
 def test_info_sections(cxl):
     c = cxl.client()
     c.set("x", "1")
-    full = c.execute_command("INFO").decode()
+    full = parse_reply(raw_connection(cxl.port).request("INFO")).decode()
     for section in ("# Server", "# Clients", "# Memory", "# Persistence", "# Stats",
                     "# Replication", "# CPU", "# Keyspace", "# Arena"):
         assert section in full
@@ -106,33 +108,27 @@ def test_command_table_matches_redis_for_shared_commands(cxl, redis_oracle):
 
 
 def _command_rows(port):
+    """(name, arity, flags, first, last, step, categories) for every command and subcommand."""
     rows = []
-    conn = redis.Redis(port=port, protocol=2)
-    raw = conn.execute_command("COMMAND", "INFO", *_names(conn))
-    for entry in raw:
+    with raw_connection(port) as conn:
+        names = [n for n in parse_reply(conn.request("COMMAND", "LIST")) if b"|" not in n]
+        entries = parse_reply(conn.request("COMMAND", "INFO", *names))
+    for entry in entries:
         if entry is None:
             continue
-        name, arity, flags, first, last, step, cats = entry[:7]
-        rows.append((name, arity, tuple(sorted(flags)), first, last, step, tuple(cats)))
-        for sub in entry[9] or []:
-            sname, sarity, sflags, sfirst, slast, sstep, scats = sub[:7]
-            rows.append((sname, sarity, tuple(sorted(sflags)), sfirst, slast, sstep, tuple(scats)))
-    conn.close()
+        for info in [entry] + list(entry[9] or []):
+            name, arity, flags, first, last, step, cats = info[:7]
+            rows.append((name, arity, tuple(sorted(flags)), first, last, step, tuple(cats)))
     return rows
 
 
-def _names(conn):
-    return [n for n in conn.execute_command("COMMAND", "LIST") if b"|" not in n]
-
-
 def test_command_count_list_getkeys(cxl):
-    c = cxl.client()
-    names = c.execute_command("COMMAND", "LIST")
+    conn = raw_connection(cxl.port)
+    names = parse_reply(conn.request("COMMAND", "LIST"))
     assert b"get" in names and b"client|list" in names
-    assert c.execute_command("COMMAND", "COUNT") == len([n for n in names if b"|" not in n])
-    assert c.execute_command("COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2") == [b"a", b"b"]
-    with pytest.raises(redis.ResponseError, match="Invalid command specified"):
-        c.execute_command("COMMAND", "GETKEYS", "NOSUCH", "a")
+    assert parse_reply(conn.request("COMMAND", "COUNT")) == len([n for n in names if b"|" not in n])
+    assert parse_reply(conn.request("COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2")) == [b"a", b"b"]
+    assert conn.request("COMMAND", "GETKEYS", "NOSUCH", "a") == b"-ERR Invalid command specified\r\n"
     docs = raw_connection(cxl.port).request("COMMAND", "DOCS", "get")
     assert docs.startswith(b"*2\r\n$3\r\nget\r\n")
     assert b"$7\r\nsummary\r\n$22\r\nGet the value of a key\r\n" in docs
@@ -142,7 +138,7 @@ def test_config_set_applies_at_runtime(cxl_factory):
     srv = cxl_factory()
     c = srv.client()
     c.config_set("proto-max-bulk-len", "1mb")
-    with pytest.raises(redis.ConnectionError):
+    with pytest.raises(redis.ResponseError, match="Protocol error: invalid bulk length"):
         c.set("k", b"x" * (2 << 20))
     c = srv.client()
     with pytest.raises(redis.ResponseError, match="can't set immutable config"):
