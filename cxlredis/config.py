@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, NamedTuple
 
+from ._store import glob_match as _glob_match
 from .errors import CommandError
 
 INT_MAX = 2**31 - 1
@@ -175,61 +176,8 @@ def quote(value: str) -> str:
 
 
 def glob_match(pattern: str, name: str) -> bool:
-    """Case-insensitive match with Redis's stringmatchlen rules (* ? [..] [^..] \\)."""
-
-    def fold(ch):
-        return ch.lower() if "A" <= ch <= "Z" else ch
-
-    def match(p, s):
-        while p < len(pattern) and s < len(name):
-            ch = pattern[p]
-            if ch == "*":
-                while p + 1 < len(pattern) and pattern[p + 1] == "*":
-                    p += 1
-                if p + 1 == len(pattern):
-                    return True
-                return any(match(p + 1, start) for start in range(s, len(name)))
-            if ch == "?":
-                s += 1
-            elif ch == "[":
-                p += 1
-                negate = p < len(pattern) and pattern[p] == "^"
-                if negate:
-                    p += 1
-                matched = False
-                while True:
-                    if p < len(pattern) and pattern[p] == "\\" and len(pattern) - p >= 2:
-                        p += 1
-                        matched |= pattern[p] == name[s]
-                    elif p < len(pattern) and pattern[p] == "]":
-                        break
-                    elif p >= len(pattern):
-                        p -= 1      # an unterminated class ends with the pattern
-                        break
-                    elif len(pattern) - p >= 3 and pattern[p + 1] == "-":
-                        low, high = sorted((pattern[p], pattern[p + 2]))
-                        matched |= fold(low) <= fold(name[s]) <= fold(high)
-                        p += 2
-                    else:
-                        matched |= fold(pattern[p]) == fold(name[s])
-                    p += 1
-                if matched == negate:
-                    return False
-                s += 1
-            else:
-                if ch == "\\" and len(pattern) - p >= 2:
-                    p += 1
-                if fold(pattern[p]) != fold(name[s]):
-                    return False
-                s += 1
-            p += 1
-            if s == len(name):
-                while p < len(pattern) and pattern[p] == "*":
-                    p += 1
-                break
-        return p == len(pattern) and s == len(name)
-
-    return match(0, 0)
+    """CONFIG GET matching: Redis's glob rules, case-insensitive (one implementation, in the arena)."""
+    return _glob_match(_raw(pattern), _raw(name), True)
 
 
 # ---------------------------------------------------------------- value kinds

@@ -11,7 +11,8 @@ import time
 
 from . import errors
 from ._store import OutOfMemory
-from .commands import COMMANDS
+# Command modules import this one while the registry builds: read it at call time.
+from . import commands as registry
 from .errors import CommandError
 
 log = logging.getLogger("cxlredis")
@@ -23,7 +24,7 @@ _NOT_QUEUED = frozenset(("exec", "discard", "multi", "watch", "quit", "reset"))
 def lookup(argv):
     """Return (spec, error): the spec for argv (None if unknown) and the exact error Redis gives, if any."""
     name = bytes(argv[0]).lower().decode("utf-8", "replace")
-    spec = COMMANDS.get(name)
+    spec = registry.COMMANDS.get(name)
     if spec is None:
         return None, errors.unknown_command(argv)
     if spec.subcommands and len(argv) >= 2:

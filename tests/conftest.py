@@ -38,6 +38,10 @@ files in sub-directories: pytest would then shadow this module's name):
 ``TARGET``  "cxlredis", or "redis" when ``CXLREDIS_TEST_TARGET=redis`` (below).
 ``ServerStartError``  raised by ``start()``; its message holds the command line and the log.
 
+``run_steps(server, protocol, steps)``  send (args, expected) pairs over one raw
+    connection (after ``HELLO 3`` when protocol is 3) and assert each exact reply;
+    expected is bytes or ``{2: bytes, 3: bytes}``.
+
 ``encode_command(*args) -> bytes``  a RESP multibulk request (str, bytes or int arguments).
 ``reply_end(buf, pos=0) -> int | None``  index just past the complete reply at ``pos``
     (None while incomplete).
@@ -316,6 +320,18 @@ def raw_connection(port=None, *, unixsocket=None, timeout=5.0) -> RawConnection:
 
 
 # ---------------------------------------------------------------- processes
+
+def run_steps(server, protocol, steps):
+    """Send each (args, expected) step; expected is bytes or {protocol: bytes}."""
+    with raw_connection(server.port) as conn:
+        if protocol == 3:
+            conn.request("HELLO", "3")
+        for args, expected in steps:
+            if isinstance(expected, dict):
+                expected = expected[protocol]
+            reply = conn.request(*args)
+            assert reply == expected, f"{server.kind} RESP{protocol} {args!r}: {reply!r}"
+
 
 class ServerStartError(RuntimeError):
     pass

@@ -9,6 +9,7 @@ from ..errors import CommandError
 from .. import commands as registry
 from .args import upper
 from .connection import reply_help
+from .docs import DOCS, NO_DOCS
 
 
 def cmd_info(c, argv):
@@ -248,17 +249,69 @@ def reply_command_info(c, spec):
 
 
 def reply_command_docs(c, spec):
+    """One COMMAND DOCS entry: Redis 7.0's fields, in its order, each only when it has content."""
     r = c.reply
-    r.map(5 if spec.subcommands else 4)
+    docs = DOCS.get(spec.name, NO_DOCS)
+    optional = (docs.doc_flags, docs.deprecated_since, docs.replaced_by, docs.history,
+                docs.arguments, spec.subcommands)
+    r.map(4 + sum(1 for part in optional if part))
     for field in ("summary", "since", "group", "complexity"):
         r.bulk(field)
         r.bulk(getattr(spec, field))
+    if docs.doc_flags:
+        r.bulk("doc_flags")
+        _reply_simple_set(r, docs.doc_flags)
+    for field in ("deprecated_since", "replaced_by"):
+        if getattr(docs, field):
+            r.bulk(field)
+            r.bulk(getattr(docs, field))
+    if docs.history:
+        r.bulk("history")
+        r.set(len(docs.history))
+        for version, change in docs.history:
+            r.array(2)
+            r.bulk(version)
+            r.bulk(change)
+    if docs.arguments:
+        r.bulk("arguments")
+        _reply_doc_arguments(r, docs.arguments)
     if spec.subcommands:
         r.bulk("subcommands")
         r.map(len(spec.subcommands))
         for sub in spec.subcommands.values():
             r.bulk(sub.name)
             reply_command_docs(c, sub)
+
+
+def _reply_doc_arguments(r, arguments):
+    r.array(len(arguments))
+    for arg in arguments:
+        texts = [(field, getattr(arg, field)) for field in ("token", "since", "deprecated_since")
+                 if getattr(arg, field)]
+        has_key_spec = arg.key_spec_index >= 0
+        r.map(2 + has_key_spec + len(texts) + bool(arg.flags) + bool(arg.arguments))
+        r.bulk("name")
+        r.bulk(arg.name)
+        r.bulk("type")
+        r.bulk(arg.type)
+        if has_key_spec:
+            r.bulk("key_spec_index")
+            r.integer(arg.key_spec_index)
+        for field, text in texts:
+            r.bulk(field)
+            r.bulk(text)
+        if arg.flags:
+            r.bulk("flags")
+            _reply_simple_set(r, arg.flags)
+        if arg.arguments:
+            r.bulk("arguments")
+            _reply_doc_arguments(r, arg.arguments)
+
+
+def _reply_simple_set(r, words):
+    r.set(len(words))
+    for word in words:
+        r.simple(word)
 
 
 # --- the rest -------------------------------------------------------------

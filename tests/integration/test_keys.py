@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import TARGET, raw_connection
+from conftest import TARGET, raw_connection, run_steps
 
 NULL = {2: b"$-1\r\n", 3: b"_\r\n"}
 OK = b"+OK\r\n"
@@ -46,18 +46,6 @@ def c(cxl):
         yield client
     finally:
         client.close()
-
-
-def run_steps(server, protocol, steps):
-    """Send each (args, expected) step; expected is bytes or {protocol: bytes}."""
-    with raw_connection(server.port) as conn:
-        if protocol == 3:
-            conn.request("HELLO", "3")
-        for args, expected in steps:
-            if isinstance(expected, dict):
-                expected = expected[protocol]
-            reply = conn.request(*args)
-            assert reply == expected, f"{server.kind} RESP{protocol} {args!r}: {reply!r}"
 
 
 EXPIRE_STEPS = [

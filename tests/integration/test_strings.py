@@ -16,7 +16,7 @@ import time
 import pytest
 import redis
 
-from conftest import TARGET, encode_command, parse_reply, raw_connection, server_under_test
+from conftest import TARGET, encode_command, parse_reply, raw_connection, run_steps, server_under_test
 
 MiB = 1 << 20
 NULL = {2: b"$-1\r\n", 3: b"_\r\n"}
@@ -38,18 +38,6 @@ def target(request, cxl, redis_oracle):
     with raw_connection(server.port) as conn:
         assert conn.request("FLUSHALL") == OK
     return server
-
-
-def run_steps(server, protocol, steps):
-    """Send each (args, expected) step; expected is bytes or {protocol: bytes}."""
-    with raw_connection(server.port) as conn:
-        if protocol == 3:
-            conn.request("HELLO", "3")
-        for args, expected in steps:
-            if isinstance(expected, dict):
-                expected = expected[protocol]
-            reply = conn.request(*args)
-            assert reply == expected, f"{server.kind} RESP{protocol} {args!r}: {reply!r}"
 
 
 # --- errors and option combinations ----------------------------------------
