@@ -54,6 +54,7 @@ class Client(asyncio.BufferedProtocol):
         self.killed = False
         self.reading_paused = False
         self.inflight_pins = []      # arena entries referenced by replies the transport still holds
+        self.slots_received = False  # a SlotArg arrived since the last command: release what it left
 
     # --- asyncio protocol ------------------------------------------------
     def connection_made(self, transport):
@@ -128,7 +129,8 @@ class Client(asyncio.BufferedProtocol):
             except Exception:  # a bug must cost one reply, not the connection or the server
                 log.exception("Internal error dispatching a command")
                 self.reply.error("ERR internal error")
-            if self.multi is None:
+            if self.slots_received and self.multi is None:
+                self.slots_received = False
                 release_slots(argv)
         self.flush()
 
@@ -144,6 +146,7 @@ class Client(asyncio.BufferedProtocol):
                 pass  # the command will meet the OOM itself; keep the bytes on the heap meanwhile
             else:
                 self.parser.set_target(self.store.slot(off), SlotArg(self.store, off, length))
+                self.slots_received = True
                 return
         target = bytearray(length)
         self.parser.set_target(target, target)

@@ -21,12 +21,22 @@ log = logging.getLogger("cxlredis")
 _NOT_QUEUED = frozenset(("exec", "discard", "multi", "watch", "quit", "reset"))
 
 
+# argv[0] exactly as clients send it ("GET", "get") → its top-level spec: skips the
+# lower-casing and decoding on the hot path. Bounded, since every case variant is a key.
+_BY_RAW_NAME = {}
+_RAW_NAME_CACHE_MAX = 4096
+
+
 def lookup(argv):
     """Return (spec, error): the spec for argv (None if unknown) and the exact error Redis gives, if any."""
-    name = bytes(argv[0]).lower().decode("utf-8", "replace")
-    spec = registry.COMMANDS.get(name)
+    raw = argv[0]
+    spec = _BY_RAW_NAME.get(raw) if type(raw) is bytes else None
     if spec is None:
-        return None, errors.unknown_command(argv)
+        spec = registry.COMMANDS.get(bytes(raw).lower().decode("utf-8", "replace"))
+        if spec is None:
+            return None, errors.unknown_command(argv)
+        if type(raw) is bytes and len(_BY_RAW_NAME) < _RAW_NAME_CACHE_MAX:
+            _BY_RAW_NAME[raw] = spec
     if spec.subcommands and len(argv) >= 2:
         sub = spec.subcommands.get(bytes(argv[1]).lower().decode("utf-8", "replace"))
         if sub is None:
