@@ -227,6 +227,7 @@ class _Kind:
 
     type_name = "special"
     multi_arg = False      # takes any number of arguments (bind, save, ...)
+    volatile = False       # CONFIG SET applies it even unchanged (Redis's VOLATILE_CONFIG)
     bounds = None
 
     def parse(self, args: list[str], current, accumulate: bool):
@@ -343,6 +344,13 @@ class String(_Kind):
 
     def rewrite_arg(self, value):
         return quote(value)
+
+
+class FilePath(String):
+    """A file or directory whose content may change under the same name (a renewed
+    certificate): CONFIG SET of the same path applies it again."""
+
+    volatile = True
 
 
 class Directory(String):
@@ -500,6 +508,30 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "Accepted for compatibility, no effect: cxlredis has no protected mode "
      "(bind to trusted addresses instead).", "network"),
 
+    ("tls-port", Integer(0, 65535), 0, MUTABLE,
+     "TCP port for TLS connections, on the bind addresses as well; 0 disables TLS.", "tls"),
+    ("tls-cert-file", FilePath(), "", MUTABLE,
+     "Server certificate (PEM; may hold the intermediate chain after it).", "tls"),
+    ("tls-key-file", FilePath(), "", MUTABLE,
+     "Private key of the server certificate (PEM).", "tls"),
+    ("tls-key-file-pass", String(), "", MUTABLE,
+     "Passphrase of an encrypted tls-key-file; empty for an unencrypted key.", "tls"),
+    ("tls-ca-cert-file", FilePath(), "", MUTABLE,
+     "CA certificates (PEM) that client certificates are verified against.", "tls"),
+    ("tls-ca-cert-dir", FilePath(), "", MUTABLE,
+     "Directory of hashed CA certificates (c_rehash), used like tls-ca-cert-file.", "tls"),
+    ("tls-auth-clients", Enum("no", "yes", "optional"), "yes", MUTABLE,
+     "Client certificates: yes requires a valid one, optional verifies one if presented, "
+     "no does not ask.", "tls"),
+    ("tls-protocols", String(), "", MUTABLE,
+     "TLS versions to accept, e.g. \"TLSv1.2 TLSv1.3\"; empty means TLSv1.2 and TLSv1.3.", "tls"),
+    ("tls-ciphers", String(), "", MUTABLE,
+     "OpenSSL cipher list for TLSv1.2 and below; empty keeps the default.", "tls"),
+    ("tls-ciphersuites", String(), "", MUTABLE,
+     "OpenSSL ciphersuites for TLSv1.3, colon separated; empty keeps the default.", "tls"),
+    ("tls-prefer-server-ciphers", Bool(), False, MUTABLE,
+     "Choose the cipher by the server's order of preference instead of the client's.", "tls"),
+
     ("databases", Integer(1, 256), 16, IMMUTABLE,
      "Number of logical databases (SELECT 0 to N-1); the arena has room for 256.", "general"),
     ("loglevel", Enum("debug", "verbose", "notice", "warning", "nothing"), "notice", MUTABLE,
@@ -571,9 +603,26 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "(the arena itself survives restarts).", "compatibility"),
     ("appendonly", Bool(), False, MUTABLE,
      "Accepted for compatibility, no effect: there is no append-only file.", "compatibility"),
+
     ("requirepass", String(), "", MUTABLE,
-     "Accepted and shown, not enforced yet: the default user's password "
-     "(authentication comes with the ACL work).", "compatibility"),
+     "Password of the default user; empty leaves the default user without a password.",
+     "security"),
+    ("aclfile", String(), "", IMMUTABLE,
+     "File of ACL users (ACL LOAD, ACL SAVE); empty keeps users in this file's user lines.",
+     "security"),
+    ("acllog-max-len", Integer(0, LLONG_MAX), 128, MUTABLE,
+     "Entries kept in the ACL log (ACL LOG).", "security"),
+    ("acl-pubsub-default", Enum("allchannels", "resetchannels"), "resetchannels", MUTABLE,
+     "Channel permissions of new users: resetchannels (none) or allchannels.", "security"),
+    ("audit-log-file", String(), "", MUTABLE,
+     "Append-only JSON-lines audit log of security events; empty disables it.", "security"),
+    ("audit-log-max-size", Memory(0, LLONG_MAX), 64 * MB, MUTABLE,
+     "Rotate the audit log before it grows past this size; 0 never rotates.", "security"),
+    ("audit-log-max-files", Integer(0, 1000), 5, MUTABLE,
+     "Rotated audit log files kept (file.1 is the newest); older ones are deleted.", "security"),
+    ("tenants-file", String(), "tenants.json", IMMUTABLE,
+     "JSON file keeping tenant users and shared grants across restarts, relative to dir; "
+     "empty keeps them in memory (and the config file's tenant lines).", "security"),
 ])
 
 _BY_NAME = {option.name: option for option in OPTIONS}
@@ -600,6 +649,8 @@ class _Loading:
         self.values = values
         self.seen_in_files: set[str] = set()   # options set by a file line: more lines accumulate
         self.including: list[str] = []
+        self.users: list[list[str]] = []        # `user <name> <rule>...` directives, in order
+        self.tenants: list[list[str]] = []      # `tenant <name> <setting>...` directives, in order
 
     def directive(self, argv: list[str], base_dir: str, from_file: bool) -> None:
         """Apply one `name args...` directive; raises _Invalid with Redis's reason."""
@@ -607,6 +658,12 @@ class _Loading:
         args = argv[1:]
         if name == "include" and len(args) == 1:
             self.read_file(os.path.join(base_dir, args[0]))
+            return
+        if name == "user" and args:
+            self.user(args)
+            return
+        if name == "tenant" and args:
+            self.tenant(args)
             return
         option = _BY_NAME.get(name)
         if option is None:
@@ -623,6 +680,38 @@ class _Loading:
         self.values[name] = option.kind.parse(args, self.values[name], accumulate)
         if from_file:
             self.seen_in_files.add(name)
+
+    def user(self, args: list[str]) -> None:
+        """An ACL user, checked now so a bad rule is a fatal config error at its line."""
+        if len(args) == 1:
+            try:
+                args = split_args(args[0])     # --user "name rules..." on the command line
+            except ValueError:
+                raise _Invalid("Unbalanced quotes in configuration line") from None
+        # Imported here: the ACL rules need the command table, which needs this module.
+        from .acl import check_user_directive
+        try:
+            check_user_directive([_raw(arg) for arg in args], [_raw(u[0]) for u in self.users])
+        except ValueError as error:
+            raise _Invalid(str(error)) from None
+        self.users.append(args)
+
+    def tenant(self, args: list[str]) -> None:
+        """A tenant (TENANT CREATE's arguments), checked now so a bad setting is a fatal
+        config error at its line; whether the tenants it names exist is checked at startup."""
+        if len(args) == 1:
+            try:
+                args = split_args(args[0])     # --tenant "name settings..." on the command line
+            except ValueError:
+                raise _Invalid("Unbalanced quotes in configuration line") from None
+        from .tenants import parse_directive
+        try:
+            name, _ = parse_directive(args)
+        except ValueError as error:
+            raise _Invalid(f"Error in tenant declaration: {error}") from None
+        if any(parse_directive(earlier)[0] == name for earlier in self.tenants):
+            raise _Invalid(f"Error in tenant declaration '{name}': Duplicate tenant found")
+        self.tenants.append(args)
 
     def read_file(self, path: str, main: bool = False) -> None:
         path = os.path.abspath(path)
@@ -713,11 +802,18 @@ def _command_line_directives(argv: list[str]) -> list[tuple[str, list[str] | Non
 class Config:
     """The server's configuration: typed values plus CONFIG GET/SET/REWRITE."""
 
-    def __init__(self, values: dict, defaults: dict, path: str | None):
+    def __init__(self, values: dict, defaults: dict, path: str | None,
+                 users: tuple[tuple[bytes, ...], ...] = (), tenants: tuple[tuple[str, ...], ...] = ()):
         self._values = values
         self._defaults = defaults
         self.path = path                # the config file in use (absolute), or None
         self._callbacks: dict[str, list[Callable]] = {}
+        self.users = users              # `user` directives: (name, rule, ...) as bytes
+        # The running server's `user` lines for CONFIG REWRITE; None leaves them as they are.
+        self.user_lines: Callable[[], list[str]] | None = None
+        self.tenants = tenants          # `tenant` directives: (name, setting, ...)
+        # The running server's `tenant` lines for CONFIG REWRITE; None leaves them as they are.
+        self.tenant_lines: Callable[[], list[str]] | None = None
 
     @classmethod
     def load(cls, argv: list[str], environ=os.environ) -> "Config":
@@ -731,7 +827,8 @@ class Config:
             loading.read_file(path, main=True)
         loading.read_environ(environ)
         loading.read_command_line(argv)
-        return cls(loading.values, defaults, path)
+        users = tuple(tuple(_raw(arg) for arg in user) for user in loading.users)
+        return cls(loading.values, defaults, path, users, tuple(map(tuple, loading.tenants)))
 
     @staticmethod
     def options() -> tuple[Option, ...]:
@@ -770,7 +867,8 @@ class Config:
     # -- CONFIG SET
 
     def on_change(self, name: str, callback: Callable) -> None:
-        """Call callback(new_value) after a CONFIG SET that changed `name`.
+        """Call callback(new_value) after a CONFIG SET that changed `name` (or set a
+        volatile option, changed or not).
 
         All values of the SET are in place when callbacks run; a callback may
         veto by raising ConfigSetError(reason): every value goes back, and the
@@ -812,7 +910,7 @@ class Config:
         self._values.update(new_values)
         called: list[tuple[Callable, str]] = []
         for name, value in new_values.items():
-            if value == old_values[name]:
+            if value == old_values[name] and not _BY_NAME[name].kind.volatile:
                 continue
             for callback in self._callbacks.get(name, ()):
                 try:
@@ -858,7 +956,7 @@ class Config:
                 argv = split_args(line)
             except ValueError:
                 continue
-            if argv and argv[0].lower() in _BY_NAME:
+            if argv and (argv[0].lower() in _BY_NAME or argv[0].lower() in ("user", "tenant")):
                 option_lines.setdefault(argv[0].lower(), []).append(number)
 
         appended = []
@@ -870,6 +968,18 @@ class Config:
                 if free:
                     lines[free.pop(0)] = text
                 elif force:
+                    appended.append(text)
+            for number in free:
+                lines[number] = ""
+        # Like Redis for users: every user (the ACL file's are not) and every tenant is written.
+        for directive, described in (("user", self.user_lines), ("tenant", self.tenant_lines)):
+            if described is None:
+                continue
+            free = option_lines.get(directive, [])
+            for text in described():
+                if free:
+                    lines[free.pop(0)] = text
+                else:
                     appended.append(text)
             for number in free:
                 lines[number] = ""

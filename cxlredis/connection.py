@@ -55,6 +55,12 @@ class Client(asyncio.BufferedProtocol):
         self.reading_paused = False
         self.inflight_pins = []      # arena entries referenced by replies the transport still holds
         self.slots_received = False  # a SlotArg arrived since the last command: release what it left
+        self.user = None             # the ACL user, and whether it authenticated (acl.Acl.attach)
+        self.authenticated = False
+        self.close_after_command = False    # e.g. ACL DELUSER of its own user: reply, then close
+        self.tenant = None           # the tenant's name, None for an administrator (tenants.bind)
+        self.metered_out = 0         # bytes of the pending replies already metered (see _meter)
+        server.acl.attach(self)      # binds self.store to the user's tenant too
 
     # --- asyncio protocol ------------------------------------------------
     def connection_made(self, transport):
@@ -71,20 +77,25 @@ class Client(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc):
         self.closing = True
+        self.release_reservations()
+        self.inflight_pins.extend(self.reply.discard())  # replies that will never be sent
+        self._unpin_all()
+        self.server.client_disconnected(self)
+
+    def release_reservations(self):
+        """Free the arena blocks holding arguments this connection will never store."""
         abandoned = self.parser.drop_target()
         if isinstance(abandoned, SlotArg):
             abandoned.release()  # a client that vanished mid-upload leaves nothing behind
         self.release_pending_slot()
         self.discard_multi()
-        self.inflight_pins.extend(self.reply.discard())  # replies that will never be sent
-        self._unpin_all()
-        self.server.client_disconnected(self)
 
     def get_buffer(self, sizehint):
         return self.parser.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes):
         self.server.stats.net_input_bytes += nbytes
+        self.store.add_bytes_in(nbytes)      # metered to the tenant the bytes arrive for
         self.last_interaction = time.monotonic()
         self.parser.buffer_updated(nbytes)
         self.process()
@@ -105,7 +116,13 @@ class Client(asyncio.BufferedProtocol):
 
     # --- the request loop ------------------------------------------------
     def process(self):
+        # Each command and its reply are metered to the tenant the connection was bound to
+        # when the command started (AUTH, HELLO, RESET and TENANT can move it), per batch.
+        store, commands = self.store, 0
         while not self.closing:
+            if not self.authenticated:
+                # Redis's pre-authentication limits hold while a password is required.
+                self.parser.authenticated = not self.server.acl.auth_required
             try:
                 argv = self.parser.next_command()
             except ProtocolError as e:
@@ -124,21 +141,40 @@ class Client(asyncio.BufferedProtocol):
                 self._supply_target(wanted)
                 continue
             self.server.stats.total_commands_processed += 1
+            commands += 1
             try:
                 dispatch.dispatch(self, argv)
             except Exception:  # a bug must cost one reply, not the connection or the server
                 log.exception("Internal error dispatching a command")
                 self.reply.error("ERR internal error")
+            if self.store is not store:
+                self._meter(store, commands)
+                store, commands = self.store, 0
             if self.slots_received and self.multi is None:
                 self.slots_received = False
                 release_slots(argv)
+            if self.close_after_command:
+                store.add_command(commands)
+                self.close_after_reply()
+                return
+        if commands:
+            store.add_command(commands)
         self.flush()
+
+    def _meter(self, store, commands):
+        """Charge `store`'s tenant with `commands` and with the replies queued since the
+        last charge (the connection is about to be metered to another tenant)."""
+        store.add_command(commands)
+        if self.reply.pending > self.metered_out:
+            store.add_bytes_out(self.reply.pending - self.metered_out)
+        self.metered_out = self.reply.pending
 
     def _supply_target(self, length):
         """Receive a large argument into an arena slot when it will be stored, else a bytearray."""
         pending = self.parser.pending_args
         spec = COMMANDS.get(bytes(pending[0]).lower().decode("latin-1")) if pending else None
-        if spec is not None and spec.is_value_arg(len(pending)):
+        # No arena memory for a client that has not authenticated yet.
+        if spec is not None and spec.is_value_arg(len(pending)) and self.parser.authenticated:
             key_cap = max((len(a) for a in pending[1:]), default=0)
             try:
                 off = self.store.reserve(length, key_cap)
@@ -160,16 +196,20 @@ class Client(asyncio.BufferedProtocol):
         if self.transport is None or self.transport.is_closing() and not self.closing:
             return
         if self.reply.pending:
-            before = self.transport.get_write_buffer_size()
+            # Counted from the reply, not the transport's buffer: a transport sends what it
+            # can at once, and a TLS transport buffers ciphertext, not reply bytes.
+            self.server.stats.net_output_bytes += self.reply.pending
+            if self.reply.pending > self.metered_out:
+                self.store.add_bytes_out(self.reply.pending - self.metered_out)
             self.inflight_pins.extend(self.reply.flush(self.transport))
-            self.server.stats.net_output_bytes += self.transport.get_write_buffer_size() - before
+        self.metered_out = 0
         if self.inflight_pins and self.transport.get_write_buffer_size() == 0:
             self._unpin_all()
 
     def _unpin_all(self):
         pins, self.inflight_pins = self.inflight_pins, []
         for off in pins:
-            self.store.unpin(off)
+            self.server.store.unpin(off)  # the arena unpins any tenant's entry
 
     # --- helpers for handlers ------------------------------------------
     def store_value(self, key, value, expire_at=-1, keep_ttl=False):

@@ -1,16 +1,18 @@
 """Command dispatch, in the order of Redis's processCommand.
 
-lookup (unknown command / subcommand) → arity → MULTI queueing → handler,
-timed, with per-command calls/usec/rejected/failed counters and per-prefix
-error counters (INFO commandstats / errorstats). Authentication and ACL
-checks slot in after the arity check; OOM is raised by the arena at the
-moment a write needs room (it evicts first, per maxmemory-policy).
+lookup (unknown command / subcommand) → arity → NOAUTH → no_multi → ACL
+(command, then keys) → MULTI queueing → handler, timed, with per-command
+calls/usec/rejected/failed counters and per-prefix error counters (INFO
+commandstats / errorstats). OOM is raised by the arena at the moment a write
+needs room (it evicts first, per maxmemory-policy). A command that succeeded
+and is a security event (CONFIG SET, FLUSHALL, ...) goes to the audit log.
 """
 import logging
 import time
 
-from . import errors
-from ._store import OutOfMemory
+from . import acl, errors
+from ._store import OutOfMemory, TenantError
+from .audit import AFTER_COMMAND
 # Command modules import this one while the registry builds: read it at call time.
 from . import commands as registry
 from .errors import CommandError
@@ -50,6 +52,12 @@ def lookup(argv):
 
 def dispatch(c, argv):
     spec, error = lookup(argv)
+    if error is None and (not c.authenticated or c.multi is not None or not c.user.unrestricted):
+        error = refusal(c, spec, argv)
+    # Redis's performEvictions: get back under maxmemory before any command (it may have
+    # been lowered); a command that may grow memory is refused when that is impossible.
+    if error is None and not c.server.store.evict_to_maxmemory() and "denyoom" in spec.flags:
+        error = errors.OOM
     if error is not None:
         if spec is not None and spec.name == "exec":
             # EXEC itself refused: Redis drops any transaction and says why.
@@ -61,14 +69,32 @@ def dispatch(c, argv):
         reject(c, spec, error)
         return
     if c.multi is not None and spec.name not in _NOT_QUEUED:
-        if "no_multi" in spec.flags:
-            c.multi_dirty = True
-            reject(c, spec, "ERR Command not allowed inside a transaction")
-            return
         c.multi.append(argv)
         c.reply.simple("QUEUED")
         return
     c.last_command = spec.name  # what CLIENT LIST shows: EXEC, not what EXEC ran
+    call(c, spec, argv)
+
+
+def refusal(c, spec, argv):
+    """The error refusing a known command before it runs, or None (Redis's order)."""
+    if not c.authenticated and c.server.acl.auth_required and "no_auth" not in spec.flags:
+        return acl.NOAUTH
+    if c.multi is not None and spec.name not in _NOT_QUEUED and "no_multi" in spec.flags:
+        return "ERR Command not allowed inside a transaction"
+    if not c.user.unrestricted and "no_auth" not in spec.flags:
+        return c.server.acl.denial(c, spec, argv)
+    return None
+
+
+def call_queued(c, spec, argv):
+    """EXEC runs a queued command: the ACLs are checked again, they may have changed since."""
+    if not c.user.unrestricted and "no_auth" not in spec.flags:
+        error = c.server.acl.denial(c, spec, argv, in_exec=True)
+        if error is not None:
+            c.server.stats.error(error)
+            with_reply_mode(c, lambda: c.reply.error(error))
+            return
     call(c, spec, argv)
 
 
@@ -83,7 +109,7 @@ def reject(c, spec, error):
 
 def call(c, spec, argv):
     """Run one command's handler (also used by EXEC for queued commands)."""
-    counters = c.server.stats.command(spec.name)
+    failed = False
     mark = c.reply.mark()
     start = time.perf_counter_ns()
     try:
@@ -91,22 +117,30 @@ def call(c, spec, argv):
             spec.handler(c, argv)
         else:
             with_reply_mode(c, lambda: spec.handler(c, argv))
-    except (CommandError, OutOfMemory) as e:
-        text = errors.OOM if isinstance(e, OutOfMemory) else str(e)
+    except (CommandError, OutOfMemory, TenantError) as e:
+        # TenantError: what a tenant's namespace does not offer (SWAPDB)
+        text = (errors.OOM if isinstance(e, OutOfMemory)
+                else f"ERR {e}" if isinstance(e, TenantError) else str(e))
         _unpin(c, c.reply.rollback(mark))
-        counters[3] += 1
+        failed = True
         c.server.stats.error(text)
         with_reply_mode(c, lambda: c.reply.error(text))
     except Exception as e:  # a bug in a handler must not take the server down
         log.exception("Internal error in '%s'", spec.name)
         _unpin(c, c.reply.rollback(mark))
-        counters[3] += 1
+        failed = True
         text = f"ERR internal error in '{spec.name}': {type(e).__name__}"
         c.server.stats.error(text)
         c.reply.error(text)
+    else:
+        if spec.name in AFTER_COMMAND:
+            c.server.audit.after_command(c, spec, argv)
     elapsed_us = (time.perf_counter_ns() - start) // 1000
+    # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.
+    counters = c.server.stats.command(spec.name)
     counters[0] += 1
     counters[1] += elapsed_us
+    counters[3] += failed
 
 
 def with_reply_mode(c, write):
@@ -126,4 +160,4 @@ def with_reply_mode(c, write):
 
 def _unpin(c, tokens):
     for off in tokens:
-        c.store.unpin(off)
+        c.server.store.unpin(off)

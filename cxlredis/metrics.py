@@ -14,10 +14,12 @@ from . import __version__
 
 DEFAULT_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
                     "modules", "errorstats", "cluster", "keyspace", "arena")
-ALL_SECTIONS = DEFAULT_SECTIONS + ("commandstats",)
+ALL_SECTIONS = DEFAULT_SECTIONS + ("commandstats", "tenants")
+# Sections that depend on who asks: a tenant's connection sees only its own tenant.
+_PER_CLIENT = ("keyspace", "tenants")
 
 
-def info(server, requested):
+def info(server, requested, client=None):
     if not requested or requested == ["default"]:
         names = DEFAULT_SECTIONS
     elif "all" in requested or "everything" in requested:
@@ -29,7 +31,7 @@ def info(server, requested):
         names = [n for n in ALL_SECTIONS if n in wanted]
     parts = []
     for name in names:
-        lines = SECTIONS[name](server)
+        lines = SECTIONS[name](server, client) if name in _PER_CLIENT else SECTIONS[name](server)
         title = "CPU" if name == "cpu" else name.capitalize()
         parts.append(f"# {title}\r\n"
                      + "".join(f"{k}:{v}\r\n" for k, v in lines))
@@ -98,7 +100,7 @@ def _memory(s):
     st = s.store.stats()
     used = st["used_memory"]
     rss = _rss_bytes()
-    maxmemory = s.store.maxmemory
+    maxmemory = s.config["maxmemory"]  # as configured (0 = none), like Redis; the arena section has the effective limit
     return [
         ("used_memory", used),
         ("used_memory_human", human_bytes(used)),
@@ -185,8 +187,8 @@ def _commandstats(s):
     return lines
 
 
-def _keyspace(s):
-    store = s.store
+def _keyspace(s, client):
+    store = client.store if client is not None else s.store
     lines = []
     for db in range(s.config["databases"]):
         keys = store.dbsize(db)
@@ -205,8 +207,12 @@ def _arena(s):
         ("arena_dropped_entries", s.store.dropped_entries),
     ]
     lines += [(f"arena_{k}", f"{v:.4f}" if isinstance(v, float) else v)
-              for k, v in st.items() if k not in ("maxmemory", "policy")]
+              for k, v in st.items() if k != "policy"]
     return lines
+
+
+def _tenants(s, client):
+    return s.tenants.info_lines(client.tenant if client is not None else None)
 
 
 def _backing_kind(path):
@@ -228,5 +234,5 @@ SECTIONS = {
     "server": _server, "clients": _clients, "memory": _memory, "persistence": _persistence,
     "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": lambda s: [],
     "errorstats": _errorstats, "cluster": lambda s: [("cluster_enabled", 0)],
-    "keyspace": _keyspace, "commandstats": _commandstats, "arena": _arena,
+    "keyspace": _keyspace, "commandstats": _commandstats, "arena": _arena, "tenants": _tenants,
 }

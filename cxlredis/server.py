@@ -14,9 +14,13 @@ import time
 
 from . import REDIS_COMPAT_VERSION
 from ._store import Arena
+from .acl import Acl
+from .audit import AuditLog
 from .connection import Client
 from .config import ConfigSetError
 from .errors import CommandError
+from .tenants import Tenants
+from .tls import LISTEN_FAILED, TLSListeners
 
 log = logging.getLogger("cxlredis")
 
@@ -68,7 +72,10 @@ class Server:
         self.unix_listener = None
         self.shutdown_requested = None
         self.large_threshold = config["large-value-threshold"]
-        self.arena_path = config["arena-path"] or default_arena_path(config["port"])
+        # Before the arena: a bad audit log path or ACL setup stops the start untouched.
+        self.audit = AuditLog(config)
+        self.acl = Acl(self)
+        self.arena_path = config["arena-path"] or default_arena_path(config["port"] or config["tls-port"])
         self.store = Arena(
             self.arena_path, config["arena-size"], databases=config["databases"],
             reset=config["arena-reset"], hugepages=config["arena-hugepages"],
@@ -76,12 +83,20 @@ class Server:
         self.apply_maxmemory(config["maxmemory"])
         self.store.policy = config["maxmemory-policy"]
         self.store.maxmemory_samples = config["maxmemory-samples"]
+        # Users → tenants, and the keyspace each connection is bound to (after the arena,
+        # which keeps the tenants themselves).
+        self.tenants = Tenants(self)
         self._watch_config()
+        self.tls = TLSListeners(self, bind_tcp)
 
     # --- configuration applied at runtime ----------------------------
     def apply_maxmemory(self, value):
-        """maxmemory 0 means 90% of the arena: the arena itself is the hard bound."""
-        self.store.maxmemory = value or int(self.config["arena-size"] * 0.9)
+        """maxmemory bounds used_memory as INFO shows it: the heap plus the arena's fixed
+        superblock and index. 0 means 90% of the arena, the arena itself being the hard bound."""
+        st = self.store.stats()
+        fixed = st["used_memory"] - st["heap_used"]
+        limit = value or int(self.config["arena-size"] * 0.9)
+        self.store.maxmemory = max(limit - fixed, 1)
 
     def _watch_config(self):
         cfg = self.config
@@ -128,8 +143,10 @@ class Server:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         cfg = self.config
+        await self.tls.start()
         try:
             sockets = bind_tcp(cfg["bind"], cfg["port"], cfg["tcp-backlog"])
+            self.bound = (cfg["bind"], cfg["port"])
         except OSError as e:
             raise SystemExit(f"Could not create server TCP listening socket: {e}")
         await self._serve_tcp(sockets)
@@ -157,13 +174,25 @@ class Server:
             srv.close()
 
     def _rebind(self, bind=None, port=None):
-        """CONFIG SET bind/port: bind now (a failure vetoes the change), swap listeners after."""
+        """CONFIG SET bind/port, in Redis's order: close, bind anew, and on failure restore the old."""
+        old_hosts, old_port = self.bound
+        hosts = bind if bind is not None else old_hosts
+        port = port if port is not None else old_port
+        for srv in self.listeners:
+            srv.close()
+        self.listeners = []
+        backlog = self.config["tcp-backlog"]
         try:
-            sockets = bind_tcp(bind if bind is not None else self.config["bind"],
-                               port if port is not None else self.config["port"],
-                               self.config["tcp-backlog"])
+            sockets = bind_tcp(hosts, port, backlog)
         except OSError:
-            raise ConfigSetError("Failed to bind to specified addresses.") from None
+            self._listen_later(bind_tcp(old_hosts, old_port, backlog))
+            # Redis's own texts for the two options
+            raise ConfigSetError("Failed to bind to specified addresses." if bind is not None
+                                 else LISTEN_FAILED) from None
+        self.bound = (hosts, port)
+        self._listen_later(sockets)
+
+    def _listen_later(self, sockets):
         asyncio.get_running_loop().create_task(self._serve_tcp(sockets))
 
     async def _cron(self):
@@ -195,6 +224,7 @@ class Server:
         self._cron_task.cancel()
         for srv in self.listeners + ([self.unix_listener] if self.unix_listener else []):
             srv.close()
+        self.tls.close()
         for c in list(self.clients.values()):
             c.flush()
             c.closing = True

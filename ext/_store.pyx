@@ -60,8 +60,9 @@ cdef extern from *:
     #define CX_BYTES_PER_BUCKET 2048ull
     #define CX_MIN_BUCKETS 1024ull
 
-    /* block states, kept in the low 6 bits of the header word (sizes are multiples of 64) */
-    enum { CX_FREE = 1, CX_RESERVED = 2, CX_LIVE = 3, CX_ZOMBIE = 4 };
+    /* block states, kept in the low 6 bits of the header word (sizes are multiples of 64);
+       a TABLE block holds one tenant's per-db key counters (see cx_dbtab) */
+    enum { CX_FREE = 1, CX_RESERVED = 2, CX_LIVE = 3, CX_ZOMBIE = 4, CX_TABLE = 5 };
     enum { CX_NOEVICTION, CX_ALLKEYS_LRU, CX_VOLATILE_LRU, CX_ALLKEYS_RANDOM,
            CX_VOLATILE_RANDOM, CX_VOLATILE_TTL, CX_ALLKEYS_LFU, CX_VOLATILE_LFU };
     /* attach verdicts */
@@ -98,10 +99,35 @@ cdef extern from *:
     typedef struct {
         uint64_t head[2], tail[2];        /* LRU lists: [0] persistent, [1] volatile; head = most recent */
         uint64_t list_bytes[2];
-        uint64_t used_bytes, keys, volatile_keys, quota;
+        uint64_t used_bytes;              /* its live, reserved and zombie blocks: what the quota limits */
+        uint64_t keys, volatile_keys;
+        uint64_t quota;                   /* bytes, 0 = none */
         uint64_t hits, misses, expired, evicted;
         uint64_t spare[2];
     } cx_tenant;
+
+    /* The rest of a tenant slot (appended after the tenant table, so an arena formatted
+       before tenants existed reads as "only the default tenant"). Tenant 0 always exists. */
+    typedef struct {
+        uint64_t incarnation;             /* 0 = free slot; else a unique generation number */
+        uint64_t dbtab;                   /* offset of its cx_dbtab block (tenants 1..63) */
+        uint64_t dataset;                 /* key + value bytes of its live entries (tenants 1..63) */
+        uint64_t rejected, bytes_written, bytes_in, bytes_out, commands;
+        uint32_t policy;                  /* 0 = the arena's maxmemory-policy, else policy id + 1 */
+        uint32_t name_len;
+        char name[64];
+        uint64_t spare[15];
+    } cx_tenant_meta;
+
+    /* Per-db key counters of a tenant other than 0 (tenant 0 uses the superblock's):
+       64 tenants x 256 dbs do not fit in the superblock, so each lives in a heap block. */
+    typedef struct {
+        uint64_t size_state;
+        uint64_t tenant, incarnation;     /* whose, so a rebuild can tell a stray block */
+        uint64_t spare[5];
+        uint64_t keys[CX_NDB], volatile_keys[CX_NDB];
+    } cx_dbtab;
+    #define CX_DBTAB_BYTES ((sizeof(cx_dbtab) + 8 + 63) & ~63ull)
 
     typedef struct {
         /* geometry: written once by format, covered by the checksum */
@@ -119,19 +145,23 @@ cdef extern from *:
         uint64_t free_map[CX_MAP_WORDS];
         uint64_t free_head[CX_NCLASS];
         uint8_t db_map[CX_NDB];           /* logical -> physical db */
-        uint64_t db_keys[CX_NDB], db_volatile[CX_NDB];
+        uint64_t db_keys[CX_NDB], db_volatile[CX_NDB];    /* tenant 0's */
         cx_tenant tenants[CX_NTENANT];
+        cx_tenant_meta tmeta[CX_NTENANT];
+        uint64_t tenant_bits;             /* bit i: tenant i exists (derived from incarnations; bit 0 implied) */
     } cx_super;
 
     typedef struct {
-        int policy;
+        int policy;                       /* the arena's; tenants without their own follow it */
         int samples;
+        int no_evict;                     /* allocate only if no eviction is needed */
         uint64_t maxmemory;
         uint64_t *rng;
     } cx_cfg;
 
     _Static_assert(sizeof(cx_entry) == CX_HDR, "entry header size");
     _Static_assert(sizeof(cx_tenant) == 128, "tenant slot size");
+    _Static_assert(sizeof(cx_tenant_meta) == 256, "tenant metadata size");
     _Static_assert(offsetof(cx_super, clean) == 128, "geometry block size");
     _Static_assert(sizeof(cx_super) <= CX_SUPER_BYTES, "superblock too large");
 
@@ -186,8 +216,26 @@ cdef extern from *:
         return cx_fold(state ^ CX_K2, cx_fold(a ^ CX_K1, b ^ CX_K3 ^ state));
     }
 
-    static inline uint64_t cx_key_hash(const cx_super *sb, unsigned pdb, const uint8_t *key, size_t klen) {
-        return cx_hash_bytes(key, klen, sb->hash_seed + (uint64_t)pdb * CX_K2);
+    /* key identity is (tenant, physical db, key); tenant 0's hashes are those of a
+       single-tenant arena */
+    static inline uint64_t cx_key_hash(const cx_super *sb, unsigned tenant, unsigned pdb,
+                                       const uint8_t *key, size_t klen) {
+        return cx_hash_bytes(key, klen, sb->hash_seed + (uint64_t)pdb * CX_K2 + (uint64_t)tenant * CX_K3);
+    }
+
+    /* ---- tenants ---- */
+    static inline uint64_t cx_tenant_bits(const cx_super *sb) { return sb->tenant_bits | 1; }
+    /* the policy tenant t's entries are evicted by: its own, else the arena's (always
+       the arena's for the default tenant) */
+    static inline int cx_policy_of(const cx_super *sb, unsigned t, const cx_cfg *cfg) {
+        uint32_t p = t ? sb->tmeta[t].policy : 0;
+        return p ? (int)p - 1 : cfg->policy;
+    }
+    static inline uint64_t *cx_db_keys(char *base, unsigned t) {
+        return t ? ((cx_dbtab *)(base + CX_SB(base)->tmeta[t].dbtab))->keys : CX_SB(base)->db_keys;
+    }
+    static inline uint64_t *cx_db_volatile(char *base, unsigned t) {
+        return t ? ((cx_dbtab *)(base + CX_SB(base)->tmeta[t].dbtab))->volatile_keys : CX_SB(base)->db_volatile;
     }
 
     static uint32_t cx_entry_sum(const cx_entry *e) {
@@ -335,12 +383,14 @@ cdef extern from *:
     }
 
     /* ---- index ---- */
-    static uint64_t cx_find(char *base, uint64_t h, unsigned pdb, const uint8_t *key, size_t klen, uint64_t **link) {
+    static uint64_t cx_find(char *base, uint64_t h, unsigned tenant, unsigned pdb, const uint8_t *key, size_t klen,
+                            uint64_t **link) {
         cx_super *sb = CX_SB(base);
         uint64_t *slot = &CX_BUCKETS(base)[h & (sb->index_buckets - 1)];
         for (uint64_t cur = *slot; cur; cur = *slot) {
             cx_entry *e = CX_E(base, cur);
-            if (e->hash == h && e->key_len == klen && e->db == pdb && memcmp(CX_KEY(e), key, klen) == 0) {
+            if (e->hash == h && e->key_len == klen && e->db == pdb && e->tenant == tenant
+                && memcmp(CX_KEY(e), key, klen) == 0) {
                 if (link) *link = slot;
                 return cur;
             }
@@ -390,21 +440,34 @@ cdef extern from *:
         t->list_bytes[l] -= CX_SIZE(e->size_state);
     }
 
-    /* entry counters, +1 when an entry becomes live, -1 when it stops being live */
+    /* key + value bytes of live entry e changed by delta (tenant 0's share is derived) */
+    static inline void cx_dataset_add(char *base, const cx_entry *e, uint64_t delta) {
+        CX_SB(base)->dataset += delta;
+        if (e->tenant) CX_SB(base)->tmeta[e->tenant].dataset += delta;
+    }
+
+    /* entry counters, +1 when an entry becomes live, -1 when it stops being live.
+       A tenant's used_bytes follows its blocks instead (cx_reserve / cx_block_free). */
     static void cx_account(char *base, const cx_entry *e, int add) {
         cx_super *sb = CX_SB(base);
         cx_tenant *t = &sb->tenants[e->tenant];
         uint64_t one = add ? 1 : (uint64_t)-1;
-        uint64_t bytes = (uint64_t)e->key_len + e->value_len, size = CX_SIZE(e->size_state);
+        uint64_t bytes = (uint64_t)e->key_len + e->value_len;
         sb->entries += one;
-        sb->dataset += add ? bytes : (uint64_t)0 - bytes;
-        sb->db_keys[e->db] += one;
+        cx_dataset_add(base, e, add ? bytes : (uint64_t)0 - bytes);
+        cx_db_keys(base, e->tenant)[e->db] += one;
         t->keys += one;
-        t->used_bytes += add ? size : (uint64_t)0 - size;
         if (e->expire_at != -1) {
-            sb->db_volatile[e->db] += one;
+            cx_db_volatile(base, e->tenant)[e->db] += one;
             t->volatile_keys += one;
         }
+    }
+
+    /* a reserved or zombie block goes back to the heap and off its tenant's bill */
+    static uint64_t cx_block_free(char *base, uint64_t off) {
+        cx_entry *e = CX_E(base, off);
+        CX_SB(base)->tenants[e->tenant].used_bytes -= CX_SIZE(e->size_state);
+        return cx_heap_free(base, off);
     }
 
     /* ---- LFU: 8-bit logarithmic counter with a decay of one per idle minute ---- */
@@ -438,7 +501,7 @@ cdef extern from *:
         cx_lru_unlink(base, off);
         cx_account(base, e, 0);
         if (e->pins) sb->zombies++;
-        else cx_heap_free(base, off);
+        else cx_block_free(base, off);
     }
 
     static void cx_pin(char *base, uint64_t off) {
@@ -453,7 +516,7 @@ cdef extern from *:
         sb->pinned--;
         if (CX_STATE(e->size_state) == CX_ZOMBIE) {
             sb->zombies--;
-            cx_heap_free(base, off);
+            cx_block_free(base, off);
         }
     }
 
@@ -472,44 +535,62 @@ cdef extern from *:
         return cur;
     }
 
-    /* A random entry (of physical db `db` unless -1; volatile only; unpinned only).
-       Buckets are drawn at random until one holds a match, so every non-empty bucket
-       is equally likely however the entries are spread; after a budget proportional
-       to the expected number of draws it falls back to a scan from a random bucket. */
-    static inline int cx_eligible(const cx_entry *e, int db, int volatile_only, int unpinned_only) {
-        return (db < 0 || e->db == db) && (!volatile_only || e->expire_at != -1) && (!unpinned_only || !e->pins);
+    /* Which entries a random pick may return: one tenant's, of physical db `db` unless -1,
+       volatile only, unpinned only. */
+    typedef struct { unsigned tenant; int db, volatile_only, unpinned_only; } cx_filter;
+
+    static inline int cx_eligible(const cx_entry *e, const cx_filter *f) {
+        return e->tenant == f->tenant && (f->db < 0 || e->db == (unsigned)f->db)
+            && (!f->volatile_only || e->expire_at != -1) && (!f->unpinned_only || !e->pins);
     }
-    static uint64_t cx_pick_in_bucket(char *base, uint64_t head, uint64_t *rng, int db, int vol, int unp) {
+    static uint64_t cx_pick_in_bucket(char *base, uint64_t head, uint64_t *rng, const cx_filter *f) {
         uint64_t n = 0, cur;
-        for (cur = head; cur; cur = CX_E(base, cur)->chain_next) n += cx_eligible(CX_E(base, cur), db, vol, unp);
+        for (cur = head; cur; cur = CX_E(base, cur)->chain_next) n += cx_eligible(CX_E(base, cur), f);
         if (!n) return 0;
         uint64_t pick = cx_rand(rng) % n;
         for (cur = head; cur; cur = CX_E(base, cur)->chain_next)
-            if (cx_eligible(CX_E(base, cur), db, vol, unp) && pick-- == 0) return cur;
+            if (cx_eligible(CX_E(base, cur), f) && pick-- == 0) return cur;
         return 0;
     }
-    static uint64_t cx_random_entry(char *base, uint64_t *rng, int db, int volatile_only, int unpinned_only) {
+    /* A random eligible entry. Buckets are drawn at random until one holds a match, so
+       every non-empty bucket is equally likely however the entries are spread; after a
+       budget proportional to the expected number of draws it falls back to a scan from
+       a random bucket. */
+    static uint64_t cx_random_entry(char *base, uint64_t *rng, const cx_filter *f) {
         cx_super *sb = CX_SB(base);
         uint64_t *bk = CX_BUCKETS(base), mask = sb->index_buckets - 1, found, b, i;
-        uint64_t candidates = db >= 0 ? sb->db_keys[db] : sb->entries;
+        uint64_t candidates = f->db >= 0 ? cx_db_keys(base, f->tenant)[f->db] : sb->tenants[f->tenant].keys;
         if (!candidates) return 0;
         uint64_t budget = 8 * (sb->index_buckets / candidates + 1);
         if (budget > (1u << 16)) budget = 1u << 16;
         for (i = 0; i < budget; i++) {
             b = cx_rand(rng) & mask;
-            if (bk[b] && (found = cx_pick_in_bucket(base, bk[b], rng, db, volatile_only, unpinned_only))) return found;
+            if (bk[b] && (found = cx_pick_in_bucket(base, bk[b], rng, f))) return found;
         }
         b = cx_rand(rng) & mask;
         for (i = 0; i <= mask; i++, b = (b + 1) & mask)
-            if (bk[b] && (found = cx_pick_in_bucket(base, bk[b], rng, db, volatile_only, unpinned_only))) return found;
+            if (bk[b] && (found = cx_pick_in_bucket(base, bk[b], rng, f))) return found;
         return 0;
     }
 
-    static uint64_t cx_victim(char *base, const cx_cfg *cfg, int64_t now) {
-        cx_tenant *t = &CX_SB(base)->tenants[0];
+    static inline int cx_volatile_policy(int policy) {
+        return policy == CX_VOLATILE_LRU || policy == CX_VOLATILE_RANDOM || policy == CX_VOLATILE_TTL
+            || policy == CX_VOLATILE_LFU;
+    }
+
+    /* bytes of tenant t that `policy` lets eviction take (pinned entries included: an upper bound) */
+    static uint64_t cx_evictable(const cx_tenant *t, int policy) {
+        if (policy == CX_NOEVICTION) return 0;
+        return cx_volatile_policy(policy) ? t->list_bytes[1] : t->list_bytes[0] + t->list_bytes[1];
+    }
+
+    /* the entry of `tenant` that `policy` evicts next, 0 if none */
+    static uint64_t cx_victim(char *base, const cx_cfg *cfg, unsigned tenant, int policy, int64_t now) {
+        cx_tenant *t = &CX_SB(base)->tenants[tenant];
+        cx_filter f = { tenant, -1, cx_volatile_policy(policy), 1 };
         uint64_t a, b, best = 0;
         int i;
-        switch (cfg->policy) {
+        switch (policy) {
         case CX_ALLKEYS_LRU:
             a = cx_lru_oldest(base, t->tail[0]);
             b = cx_lru_oldest(base, t->tail[1]);
@@ -519,10 +600,10 @@ cdef extern from *:
             return cx_lru_oldest(base, t->tail[1]);
         case CX_ALLKEYS_RANDOM:
         case CX_VOLATILE_RANDOM:
-            return cx_random_entry(base, cfg->rng, -1, cfg->policy == CX_VOLATILE_RANDOM, 1);
+            return cx_random_entry(base, cfg->rng, &f);
         case CX_VOLATILE_TTL:
             for (i = 0; i < cfg->samples; i++) {
-                a = cx_random_entry(base, cfg->rng, -1, 1, 1);
+                a = cx_random_entry(base, cfg->rng, &f);
                 if (!a) break;
                 if (!best || CX_E(base, a)->expire_at < CX_E(base, best)->expire_at) best = a;
             }
@@ -530,7 +611,7 @@ cdef extern from *:
         case CX_ALLKEYS_LFU:
         case CX_VOLATILE_LFU:
             for (i = 0; i < cfg->samples; i++) {
-                a = cx_random_entry(base, cfg->rng, -1, cfg->policy == CX_VOLATILE_LFU, 1);
+                a = cx_random_entry(base, cfg->rng, &f);
                 if (!a) break;
                 if (!best) { best = a; continue; }
                 unsigned fa = cx_lfu_value(CX_E(base, a), now), fb = cx_lfu_value(CX_E(base, best), now);
@@ -542,43 +623,112 @@ cdef extern from *:
         }
     }
 
-    /* Allocate `need` bytes, evicting per policy until the block fits under the
-       memory limit and in one free block. 0 = out of memory; nothing is evicted
-       when it is clear up front that eviction cannot make room. */
-    static uint64_t cx_alloc_room(char *base, uint64_t need, const cx_cfg *cfg, int64_t now) {
+    /* An entry to evict because the arena as a whole is over its memory limit. Tenants
+       give memory back in tiers, and a tier is used only when no tenant of the tiers
+       before it has anything its policy lets go:
+         1. tenants over their quota, the largest overage first (down to the quota);
+         2. tenants without a quota (the default tenant unless it has one), the largest first;
+         3. tenants within their quota, the fullest (highest used/quota) first.
+       Each tenant's own policy picks the entry; a noeviction tenant gives nothing. */
+    static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int64_t now) {
         cx_super *sb = CX_SB(base);
-        cx_tenant *t = &sb->tenants[0];
-        uint64_t limit = cfg->maxmemory && cfg->maxmemory < sb->heap_size ? cfg->maxmemory : sb->heap_size;
-        uint64_t evictable;
-        if (need > limit) return 0;
-        switch (cfg->policy) {
-        case CX_NOEVICTION: evictable = 0; break;
-        case CX_VOLATILE_LRU: case CX_VOLATILE_RANDOM: case CX_VOLATILE_TTL: case CX_VOLATILE_LFU:
-            evictable = t->list_bytes[1]; break;
-        default: evictable = t->list_bytes[0] + t->list_bytes[1];
-        }
-        if (sb->heap_used + need > limit + evictable) return 0;
+        uint64_t tried = 0, m, v;
         for (;;) {
-            if (sb->heap_used + need <= limit) {
-                uint64_t off = cx_heap_alloc(base, need);
-                if (off) return off;
+            int best = -1, best_tier = 4;
+            uint64_t best_score = 0, best_used = 0, best_quota = 1;
+            for (m = cx_tenant_bits(sb) & ~tried; m; m &= m - 1) {
+                unsigned i = (unsigned)__builtin_ctzll(m);
+                cx_tenant *t = &sb->tenants[i];
+                int tier, better;
+                uint64_t score = 0;
+                if (!cx_evictable(t, cx_policy_of(sb, i, cfg))) continue;
+                if (!t->quota) { tier = 2; score = t->used_bytes; }
+                else if (t->used_bytes > t->quota) { tier = 1; score = t->used_bytes - t->quota; }
+                else tier = 3;
+                if (tier != best_tier) better = tier < best_tier;
+                else if (tier == 3) better = (__uint128_t)t->used_bytes * best_quota > (__uint128_t)best_used * t->quota;
+                else better = score > best_score;
+                if (better) {
+                    best = (int)i;
+                    best_tier = tier;
+                    best_score = score;
+                    best_used = t->used_bytes;
+                    best_quota = t->quota;
+                }
             }
-            if (cfg->policy == CX_NOEVICTION) return 0;
-            uint64_t v = cx_victim(base, cfg, now);
-            if (!v) return 0;
-            cx_drop(base, v, 1);
-            sb->evicted++;
-            t->evicted++;
+            if (best < 0) return 0;
+            v = cx_victim(base, cfg, (unsigned)best, cx_policy_of(sb, (unsigned)best, cfg), now);
+            if (v) return v;
+            tried |= 1ull << best;      /* everything it could give is pinned */
         }
     }
 
-    /* A reserved block with room for a key of key_cap bytes and value_cap bytes of
-       value; value_len is set to value_len. 0 = out of memory. */
-    static uint64_t cx_reserve(char *base, uint64_t key_cap, uint64_t value_cap, uint64_t value_len,
+    static void cx_evict(char *base, uint64_t off) {
+        cx_super *sb = CX_SB(base);
+        sb->tenants[CX_E(base, off)->tenant].evicted++;
+        sb->evicted++;
+        cx_drop(base, off, 1);
+    }
+
+    /* Allocate `need` bytes for `tenant` (-1: for no tenant, e.g. a counter table),
+       evicting until the block fits the tenant's quota, the memory limit and one free
+       block: first the tenant's own entries (its policy) while it would exceed its
+       quota, then, while the arena is over its limit, entries cx_global_victim picks.
+       0 = out of memory; nothing is evicted when it is clear up front that eviction
+       cannot make room, so a write bigger than the quota or the limit evicts nothing. */
+    static uint64_t cx_alloc_room(char *base, int tenant, uint64_t need, const cx_cfg *cfg, int64_t now) {
+        cx_super *sb = CX_SB(base);
+        cx_tenant *t = tenant >= 0 ? &sb->tenants[tenant] : NULL;
+        uint64_t limit = cfg->maxmemory && cfg->maxmemory < sb->heap_size ? cfg->maxmemory : sb->heap_size;
+        uint64_t quota = t ? t->quota : 0, evictable = 0, off, v, m;
+        int own = 0;
+        if (need > limit || (quota && need > quota)) return 0;
+        if ((!quota || t->used_bytes + need <= quota) && sb->heap_used + need <= limit
+            && (off = cx_heap_alloc(base, need)))
+            return off;
+        if (cfg->no_evict) return 0;
+        if (quota) {
+            own = cx_policy_of(sb, (unsigned)tenant, cfg);
+            if (t->used_bytes + need > quota + cx_evictable(t, own)) return 0;
+        }
+        for (m = cx_tenant_bits(sb); m; m &= m - 1) {
+            unsigned i = (unsigned)__builtin_ctzll(m);
+            evictable += cx_evictable(&sb->tenants[i], cx_policy_of(sb, i, cfg));
+        }
+        if (sb->heap_used + need > limit + evictable) return 0;
+        for (;;) {
+            if (quota && t->used_bytes + need > quota) {
+                v = cx_victim(base, cfg, (unsigned)tenant, own, now);
+            } else {
+                if (sb->heap_used + need <= limit && (off = cx_heap_alloc(base, need))) return off;
+                v = cx_global_victim(base, cfg, now);
+            }
+            if (!v) return 0;
+            cx_evict(base, v);
+        }
+    }
+
+    /* Redis's performEvictions before a command: evict (in cx_global_victim's order)
+       until the heap is back within the limit, e.g. after maxmemory was lowered.
+       1 = within it, 0 = still over it with nothing left that may be evicted. */
+    static int cx_evict_to_limit(char *base, const cx_cfg *cfg, int64_t now) {
+        cx_super *sb = CX_SB(base);
+        uint64_t limit = cfg->maxmemory && cfg->maxmemory < sb->heap_size ? cfg->maxmemory : sb->heap_size;
+        uint64_t v;
+        while (sb->heap_used > limit) {
+            if (cfg->no_evict || !(v = cx_global_victim(base, cfg, now))) return 0;
+            cx_evict(base, v);
+        }
+        return 1;
+    }
+
+    /* A reserved block of `tenant`, charged to it, with room for a key of key_cap bytes
+       and value_cap bytes of value; value_len is set to value_len. 0 = out of memory. */
+    static uint64_t cx_reserve(char *base, unsigned tenant, uint64_t key_cap, uint64_t value_cap, uint64_t value_len,
                                const cx_cfg *cfg, int64_t now) {
         if (key_cap > CX_SB(base)->heap_size || value_cap > CX_SB(base)->heap_size) return 0;
         uint64_t area = cx_key_area(key_cap);
-        uint64_t off = cx_alloc_room(base, cx_block_bytes(area, value_cap), cfg, now);
+        uint64_t off = cx_alloc_room(base, (int)tenant, cx_block_bytes(area, value_cap), cfg, now);
         if (!off) return 0;
         cx_entry *e = CX_E(base, off);
         e->chain_next = e->lru_prev = e->lru_next = 0;
@@ -594,32 +744,32 @@ cdef extern from *:
         e->db = 0;
         e->type = 0;
         e->lfu = CX_LFU_INIT;
-        e->tenant = 0;
+        e->tenant = (uint16_t)tenant;
         e->lfu_minutes = cx_minutes(now);
+        CX_SB(base)->tenants[tenant].used_bytes += CX_SIZE(e->size_state);
         CX_SB(base)->reserved++;
         return off;
     }
 
     static void cx_release(char *base, uint64_t off) {
         CX_SB(base)->reserved--;
-        cx_heap_free(base, off);
+        cx_block_free(base, off);
     }
 
-    /* Make reserved block `off` the live entry for (pdb, key), replacing any
-       current entry: the new entry is complete and live before it is linked, the
-       old one is unlinked by the same store and then dropped. */
+    /* Make reserved block `off` the live entry for (its tenant, pdb, key), replacing any
+       current entry: the new entry is complete and live before it is linked, the old
+       one is unlinked by the same store and then dropped. */
     static void cx_commit(char *base, uint64_t off, unsigned pdb, const uint8_t *key, size_t klen,
                           int64_t expire_at, int type, int keep_ttl, int64_t now) {
         cx_super *sb = CX_SB(base);
         cx_entry *e = CX_E(base, off);
-        uint64_t h = cx_key_hash(sb, pdb, key, klen), *link = NULL;
-        uint64_t old = cx_find(base, h, pdb, key, klen, &link);
+        uint64_t h = cx_key_hash(sb, e->tenant, pdb, key, klen), *link = NULL;
+        uint64_t old = cx_find(base, h, e->tenant, pdb, key, klen, &link);
         if (keep_ttl && old && !cx_expired(CX_E(base, old), now)) expire_at = CX_E(base, old)->expire_at;
         memcpy(CX_KEY(e), key, klen);
         e->key_len = (uint32_t)klen;
         e->db = (uint16_t)pdb;
         e->type = (uint8_t)type;
-        e->tenant = 0;
         e->hash = h;
         e->expire_at = expire_at;
         e->last_access = now;
@@ -638,11 +788,12 @@ cdef extern from *:
         cx_lru_push(base, off);
     }
 
-    static uint64_t cx_lookup(char *base, unsigned pdb, const uint8_t *key, size_t klen,
+    static uint64_t cx_lookup(char *base, unsigned tenant, unsigned pdb, const uint8_t *key, size_t klen,
                               int touch, int stats, int lfu, uint64_t *rng) {
         cx_super *sb = CX_SB(base);
-        uint64_t h = cx_key_hash(sb, pdb, key, klen);
-        uint64_t off = cx_find(base, h, pdb, key, klen, NULL);
+        cx_tenant *t = &sb->tenants[tenant];
+        uint64_t h = cx_key_hash(sb, tenant, pdb, key, klen);
+        uint64_t off = cx_find(base, h, tenant, pdb, key, klen, NULL);
         int64_t now = 0;
         if (off) {
             cx_entry *e = CX_E(base, off);
@@ -650,11 +801,10 @@ cdef extern from *:
             if (cx_expired(e, now)) {
                 cx_drop(base, off, 1);
                 sb->expired++;
-                sb->tenants[0].expired++;
+                t->expired++;
                 off = 0;
             } else if (touch) {
                 e->last_access = now;
-                cx_tenant *t = &sb->tenants[e->tenant];
                 if (t->head[cx_list_of(e)] != off) {
                     cx_lru_unlink(base, off);
                     cx_lru_push(base, off);
@@ -663,8 +813,8 @@ cdef extern from *:
             }
         }
         if (stats) {
-            if (off) { sb->hits++; sb->tenants[0].hits++; }
-            else { sb->misses++; sb->tenants[0].misses++; }
+            if (off) { sb->hits++; t->hits++; }
+            else { sb->misses++; t->misses++; }
         }
         return off;
     }
@@ -678,7 +828,7 @@ cdef extern from *:
         if (was != will) {
             cx_lru_unlink(base, off);
             uint64_t one = will ? 1 : (uint64_t)-1;
-            sb->db_volatile[e->db] += one;
+            cx_db_volatile(base, e->tenant)[e->db] += one;
             sb->tenants[e->tenant].volatile_keys += one;
         }
         e->expire_at = at;
@@ -689,14 +839,14 @@ cdef extern from *:
         }
     }
 
-    /* Rename live entry `off` to (pdb, key) without moving its value; the caller
-       checked that the key fits its key area. A crash in the middle loses the
+    /* Rename live entry `off` to (its tenant, pdb, key) without moving its value; the
+       caller checked that the key fits its key area. A crash in the middle loses the
        entry rather than leaving a half-renamed one. */
     static void cx_rename_in_place(char *base, uint64_t off, unsigned pdb, const uint8_t *key, size_t klen) {
         cx_super *sb = CX_SB(base);
         cx_entry *e = CX_E(base, off);
-        uint64_t h = cx_key_hash(sb, pdb, key, klen);
-        uint64_t dst = cx_find(base, h, pdb, key, klen, NULL);
+        uint64_t h = cx_key_hash(sb, e->tenant, pdb, key, klen);
+        uint64_t dst = cx_find(base, h, e->tenant, pdb, key, klen, NULL);
         if (dst) cx_drop(base, dst, 1);
         cx_index_unlink(base, off);
         cx_account(base, e, 0);
@@ -715,16 +865,21 @@ cdef extern from *:
     static uint64_t cx_expire_cycle(char *base, uint64_t max_checks, int64_t now) {
         cx_super *sb = CX_SB(base);
         uint64_t *bk = CX_BUCKETS(base), mask = sb->index_buckets - 1;
-        uint64_t expired = 0, checked = 0, visited = 0, budget = max_checks * 16 + 64;
+        uint64_t expired = 0, checked = 0, visited = 0, budget = max_checks * 16 + 64, volatile_keys = 0, m;
         uint64_t b = sb->expire_cursor & mask;
-        if (!sb->tenants[0].volatile_keys) return 0;
+        for (m = cx_tenant_bits(sb); m; m &= m - 1) volatile_keys += sb->tenants[__builtin_ctzll(m)].volatile_keys;
+        if (!volatile_keys) return 0;
         while (checked < max_checks && visited < budget && visited <= mask) {
             uint64_t cur = bk[b];
             while (cur) {
                 cx_entry *e = CX_E(base, cur);
                 uint64_t next = e->chain_next;
                 checked++;
-                if (cx_expired(e, now)) { cx_drop(base, cur, 1); expired++; }
+                if (cx_expired(e, now)) {
+                    sb->tenants[e->tenant].expired++;
+                    cx_drop(base, cur, 1);
+                    expired++;
+                }
                 cur = next;
             }
             b = (b + 1) & mask;
@@ -732,7 +887,6 @@ cdef extern from *:
         }
         sb->expire_cursor = b;
         sb->expired += expired;
-        sb->tenants[0].expired += expired;
         return expired;
     }
 
@@ -789,7 +943,24 @@ cdef extern from *:
         if (CX_HDR + (uint64_t)e->key_cap + 8 > size || e->value_len > size - CX_HDR - e->key_cap - 8) return 0;
         if (e->db >= CX_NDB || e->tenant >= CX_NTENANT) return 0;
         if (e->checksum != cx_entry_sum(e)) return 0;
-        return e->hash == cx_key_hash(sb, e->db, CX_KEY(e), e->key_len);
+        return e->hash == cx_key_hash(sb, e->tenant, e->db, CX_KEY(e), e->key_len);
+    }
+
+    /* does existing tenant t (1..63) point at its own, intact counter table? */
+    static int cx_dbtab_intact(char *base, unsigned t) {
+        cx_super *sb = CX_SB(base);
+        uint64_t off = sb->tmeta[t].dbtab;
+        if (off < sb->heap_off || off > sb->heap_off + sb->heap_size - CX_DBTAB_BYTES || (off & 63)) return 0;
+        cx_dbtab *tb = (cx_dbtab *)(base + off);
+        return tb->size_state == (CX_DBTAB_BYTES | CX_TABLE) && tb->tenant == t
+            && tb->incarnation == sb->tmeta[t].incarnation;
+    }
+
+    /* is the TABLE block at off the counter table of an existing tenant? */
+    static int cx_dbtab_owned(char *base, uint64_t off) {
+        cx_super *sb = CX_SB(base);
+        uint64_t t = ((cx_dbtab *)(base + off))->tenant;
+        return t > 0 && t < CX_NTENANT && sb->tmeta[t].incarnation && sb->tmeta[t].dbtab == off;
     }
 
     typedef struct { int64_t last_access; uint64_t off; } cx_recency;
@@ -813,12 +984,26 @@ cdef extern from *:
         memset(sb->free_head, 0, sizeof sb->free_head);
         memset(sb->db_keys, 0, sizeof sb->db_keys);
         memset(sb->db_volatile, 0, sizeof sb->db_volatile);
+        sb->tenant_bits = 0;
         for (i = 0; i < CX_NTENANT; i++) {
             cx_tenant *t = &sb->tenants[i];
+            cx_tenant_meta *m = &sb->tmeta[i];
             memset(t->head, 0, sizeof t->head);
             memset(t->tail, 0, sizeof t->tail);
             memset(t->list_bytes, 0, sizeof t->list_bytes);
             t->used_bytes = t->keys = t->volatile_keys = 0;
+            m->dataset = 0;
+            if (i == 0 || !m->incarnation) continue;
+            /* a tenant whose table is gone cannot have been fully created: it goes, and
+               its entries with it */
+            if (!cx_dbtab_intact(base, (unsigned)i)) {
+                m->incarnation = 0;
+                continue;
+            }
+            cx_dbtab *tb = (cx_dbtab *)(base + m->dbtab);
+            memset(tb->keys, 0, sizeof tb->keys);
+            memset(tb->volatile_keys, 0, sizeof tb->volatile_keys);
+            sb->tenant_bits |= 1ull << i;
         }
         sb->heap_used = sb->dataset = sb->entries = sb->reserved = sb->zombies = sb->pinned = 0;
         sb->expire_cursor &= sb->index_buckets - 1;
@@ -836,7 +1021,9 @@ cdef extern from *:
             }
         }
 
-        /* pass 1: index the intact live entries, newest generation wins */
+        /* pass 1: index the intact live entries of existing tenants, newest generation
+           wins; keep the counter tables of existing tenants (a stray one is a torn
+           create or drop) */
         for (off = lo; off < hi; off += size) {
             w = *(uint64_t *)(base + off);
             size = CX_SIZE(w);
@@ -848,14 +1035,19 @@ cdef extern from *:
             }
             unsigned st = CX_STATE(w);
             if (st == CX_FREE) continue;
-            if (st != CX_LIVE || !cx_entry_intact(base, off, size)) {
+            if (st == CX_TABLE) {
+                if (!cx_dbtab_owned(base, off)) *(uint64_t *)(base + off) = size | CX_FREE;
+                continue;
+            }
+            if (st != CX_LIVE || !cx_entry_intact(base, off, size)
+                || !((cx_tenant_bits(sb) >> CX_E(base, off)->tenant) & 1)) {
                 *(uint64_t *)(base + off) = size | CX_FREE;
                 dropped++;
                 continue;
             }
             cx_entry *e = CX_E(base, off);
             uint64_t *link = NULL;
-            uint64_t other = cx_find(base, e->hash, e->db, CX_KEY(e), e->key_len, &link);
+            uint64_t other = cx_find(base, e->hash, e->tenant, e->db, CX_KEY(e), e->key_len, &link);
             if (other) {
                 cx_entry *o = CX_E(base, other);
                 if (o->generation > e->generation) {
@@ -882,12 +1074,16 @@ cdef extern from *:
                 *(uint64_t *)(base + off) = size | CX_FREE;
                 cx_footer(base, off, size);
                 cx_free_push(base, off, size);
+            } else if (CX_STATE(w) == CX_TABLE) {
+                cx_footer(base, off, size);
+                sb->heap_used += size;
             } else {
                 cx_entry *e = CX_E(base, off);
                 e->pins = 0;
                 e->lru_prev = e->lru_next = 0;
                 cx_footer(base, off, size);
                 sb->heap_used += size;
+                sb->tenants[e->tenant].used_bytes += size;
                 cx_account(base, e, 1);
                 live++;
             }
@@ -928,11 +1124,58 @@ cdef extern from *:
             } else if (st == CX_ZOMBIE || st == CX_RESERVED) {
                 if (st == CX_RESERVED) sb->reserved--; else sb->zombies--;
                 /* the freed block may merge with free neighbours: continue after the merged block */
-                off = cx_heap_free(base, off);
+                off = cx_block_free(base, off);
                 size = CX_SIZE(*(uint64_t *)(base + off));
             }
         }
         sb->pinned = 0;
+    }
+
+    /* Make free slot t (1..63, nothing left on its bill) an empty tenant; 0 = no room
+       for its counter table. The table is complete before the slot points at it and
+       the slot exists only once its incarnation is set: a crash in between leaves a
+       stray table, which a rebuild frees. */
+    static int cx_tenant_create(char *base, unsigned t, const uint8_t *name, uint32_t name_len, uint64_t quota,
+                                uint32_t policy, const cx_cfg *cfg, int64_t now) {
+        cx_super *sb = CX_SB(base);
+        cx_tenant *s = &sb->tenants[t];
+        cx_tenant_meta *m = &sb->tmeta[t];
+        uint64_t off = cx_alloc_room(base, -1, CX_DBTAB_BYTES, cfg, now);
+        if (!off) return 0;
+        cx_dbtab *tb = (cx_dbtab *)(base + off);
+        uint64_t incarnation = ++sb->generation;
+        memset((char *)tb + 8, 0, sizeof *tb - 8);
+        tb->tenant = t;
+        tb->incarnation = incarnation;
+        cx_store(&tb->size_state, CX_DBTAB_BYTES | CX_TABLE);
+        memset(s, 0, sizeof *s);
+        s->quota = quota;
+        memset(m, 0, sizeof *m);
+        m->dbtab = off;
+        m->policy = policy;
+        m->name_len = name_len;
+        memcpy(m->name, name, name_len);
+        cx_store(&m->incarnation, incarnation);
+        sb->tenant_bits |= 1ull << t;
+        return 1;
+    }
+
+    /* Delete tenant t (1..63) and every entry it has: it stops existing first, so a
+       crash part way leaves entries of a missing tenant, which a rebuild discards.
+       Pinned entries become zombies that stay on its bill until their last unpin. */
+    static void cx_tenant_drop(char *base, unsigned t) {
+        cx_super *sb = CX_SB(base);
+        uint64_t *bk = CX_BUCKETS(base), b, cur, nxt, table = sb->tmeta[t].dbtab;
+        cx_store(&sb->tmeta[t].incarnation, 0);
+        sb->tenant_bits &= ~(1ull << t);
+        for (b = 0; b < sb->index_buckets; b++) {
+            for (cur = bk[b]; cur; cur = nxt) {
+                nxt = CX_E(base, cur)->chain_next;
+                if (CX_E(base, cur)->tenant == t) cx_drop(base, cur, 1);
+            }
+        }
+        sb->tmeta[t].dbtab = 0;
+        cx_heap_free(base, table);
     }
 
     /* ---- glob matching with Redis's rules (stringmatchlen) ---- */
@@ -1049,6 +1292,7 @@ cdef extern from *:
         CX_RESERVED
         CX_LIVE
         CX_ZOMBIE
+        CX_TABLE
         CX_NOEVICTION
         CX_ALLKEYS_LFU
         CX_VOLATILE_LFU
@@ -1090,10 +1334,31 @@ cdef extern from *:
         uint64_t used_bytes
         uint64_t keys
         uint64_t volatile_keys
+        uint64_t quota
         uint64_t hits
         uint64_t misses
         uint64_t expired
         uint64_t evicted
+
+    ctypedef struct cx_tenant_meta:
+        uint64_t incarnation
+        uint64_t dbtab
+        uint64_t dataset
+        uint64_t rejected
+        uint64_t bytes_written
+        uint64_t bytes_in
+        uint64_t bytes_out
+        uint64_t commands
+        uint32_t policy
+        uint32_t name_len
+        char name[64]
+
+    ctypedef struct cx_dbtab:
+        uint64_t size_state
+        uint64_t tenant
+        uint64_t incarnation
+        uint64_t keys[CX_NDB]
+        uint64_t volatile_keys[CX_NDB]
 
     ctypedef struct cx_super:
         uint32_t version
@@ -1120,12 +1385,21 @@ cdef extern from *:
         uint64_t db_keys[CX_NDB]
         uint64_t db_volatile[CX_NDB]
         cx_tenant tenants[CX_NTENANT]
+        cx_tenant_meta tmeta[CX_NTENANT]
+        uint64_t tenant_bits
 
     ctypedef struct cx_cfg:
         int policy
         int samples
+        int no_evict
         uint64_t maxmemory
         uint64_t* rng
+
+    ctypedef struct cx_filter:
+        unsigned tenant
+        int db
+        int volatile_only
+        int unpinned_only
 
     uint64_t CX_SIZE(uint64_t w) nogil
     unsigned CX_STATE(uint64_t w) nogil
@@ -1137,29 +1411,43 @@ cdef extern from *:
 
     void cx_store(uint64_t* p, uint64_t v) nogil
     int64_t cx_now_ms() nogil
+    int cx_evict_to_limit(char* base, const cx_cfg* cfg, int64_t now) nogil
     unsigned cx_lfu_value(const cx_entry *e, int64_t now) nogil
-    uint64_t cx_key_hash(const cx_super* sb, unsigned pdb, const uint8_t* key, size_t klen) nogil
+    uint64_t cx_key_hash(const cx_super* sb, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen) nogil
+    uint64_t cx_tenant_bits(const cx_super* sb) nogil
+    int cx_policy_of(const cx_super* sb, unsigned t, const cx_cfg* cfg) nogil
+    uint64_t* cx_db_keys(char* base, unsigned t) nogil
+    uint64_t* cx_db_volatile(char* base, unsigned t) nogil
+    void cx_dataset_add(char* base, const cx_entry* e, uint64_t delta) nogil
     unsigned cx_class(uint64_t size) nogil
     uint64_t cx_value_cap(const cx_entry* e) nogil
-    uint64_t cx_find(char* base, uint64_t h, unsigned pdb, const uint8_t* key, size_t klen, uint64_t** link) nogil
+    uint64_t cx_find(char* base, uint64_t h, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen,
+                     uint64_t** link) nogil
     void cx_drop(char* base, uint64_t off, int in_index) nogil
     void cx_pin(char* base, uint64_t off) nogil
     void cx_unpin(char* base, uint64_t off) nogil
     void cx_reseal(char* base, uint64_t off) nogil
     int cx_expired(const cx_entry* e, int64_t now) nogil
-    uint64_t cx_reserve(char* base, uint64_t key_cap, uint64_t value_cap, uint64_t value_len, const cx_cfg* cfg, int64_t now) nogil
+    uint64_t cx_reserve(char* base, unsigned tenant, uint64_t key_cap, uint64_t value_cap, uint64_t value_len,
+                        const cx_cfg* cfg, int64_t now) nogil
     void cx_release(char* base, uint64_t off) nogil
     void cx_commit(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen, int64_t expire_at, int type, int keep_ttl, int64_t now) nogil
-    uint64_t cx_lookup(char* base, unsigned pdb, const uint8_t* key, size_t klen, int touch, int stats, int lfu, uint64_t* rng) nogil
+    uint64_t cx_lookup(char* base, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen, int touch,
+                       int stats, int lfu, uint64_t* rng) nogil
     void cx_set_expire(char* base, uint64_t off, int64_t at, int64_t now) nogil
     void cx_rename_in_place(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen) nogil
-    uint64_t cx_random_entry(char* base, uint64_t* rng, int db, int volatile_only, int unpinned_only) nogil
+    uint64_t cx_random_entry(char* base, uint64_t* rng, const cx_filter* f) nogil
     uint64_t cx_expire_cycle(char* base, uint64_t max_checks, int64_t now) nogil
     void cx_format(char* base, uint64_t size, uint64_t seed) nogil
     int cx_validate(const char* base, uint64_t size) nogil
     int cx_entry_intact(char* base, uint64_t off, uint64_t size) nogil
     int64_t cx_rebuild(char* base) nogil
     void cx_release_process_state(char* base) nogil
+    int cx_dbtab_intact(char* base, unsigned t) nogil
+    int cx_dbtab_owned(char* base, uint64_t off) nogil
+    int cx_tenant_create(char* base, unsigned t, const uint8_t* name, uint32_t name_len, uint64_t quota,
+                         uint32_t policy, const cx_cfg* cfg, int64_t now) nogil
+    void cx_tenant_drop(char* base, unsigned t) nogil
     int cx_glob(const uint8_t* p, size_t pn, const uint8_t* s, size_t sn, int nocase) nogil
     int cx_os_open(const char* path, int* fd, uint64_t* file_size, int* is_chr) nogil
     int cx_os_lock(int fd) nogil
@@ -1179,11 +1467,20 @@ class OutOfMemory(Exception):
     """No room for a write, even after evicting what the policy allows."""
 
 
+class TenantError(Exception):
+    """A tenant operation that cannot be done: no such tenant (or it was dropped), a
+    name already taken, no free slot, or what a tenant namespace does not offer."""
+
+
 TYPE_STRING = 0
 TYPE_HASH = 1
 
 POLICY_NAMES = ("noeviction", "allkeys-lru", "volatile-lru", "allkeys-random",
                 "volatile-random", "volatile-ttl", "allkeys-lfu", "volatile-lfu")
+
+DEFAULT_TENANT = "default"      # tenant 0's name: the keyspace an Arena itself is
+MAX_TENANTS = CX_NTENANT        # including the default tenant
+TENANT_NAME_MAX = 64
 
 cdef uint64_t MIN_ARENA_BYTES = 4 << 20
 cdef uint64_t MAX_KEY_BYTES = 512 << 20
@@ -1198,7 +1495,9 @@ cdef unsigned RESERVED_ONLY = 1u << CX_RESERVED
 cdef unsigned ANY_ALLOCATED = (1u << CX_LIVE) | (1u << CX_ZOMBIE) | (1u << CX_RESERVED)
 
 
+cdef class Keyspace
 cdef class Arena
+cdef class Namespace
 
 
 def now_ms():
@@ -1268,13 +1567,6 @@ cdef inline char* open_base(Arena a) except NULL:
     return a.base
 
 
-cdef inline unsigned physical_db(Arena a, int db) except? 0xffff:
-    open_base(a)
-    if db < 0 or db >= a.databases:
-        raise ValueError(f"db {db} out of range (0..{a.databases - 1})")
-    return CX_SB(a.base).db_map[db]
-
-
 cdef cx_entry* entry_at(Arena a, uint64_t off, unsigned states) except NULL:
     """The header at `off`, if it starts a block in one of `states` (cheap checks only)."""
     cdef char* base = open_base(a)
@@ -1300,69 +1592,628 @@ cdef inline cx_cfg eviction_cfg(Arena a) noexcept:
     cdef cx_cfg c
     c.policy = a.policy_id
     c.samples = a.samples
+    c.no_evict = 0
     c.maxmemory = a.maxmem
     c.rng = &a.rng
     return c
 
 
-cdef int raise_oom(Arena a, uint64_t value_bytes) except -1:
-    raise OutOfMemory(f"no room for a {value_bytes}-byte value in the arena "
-                      f"(maxmemory-policy {POLICY_NAMES[a.policy_id]})")
+cdef int policy_number(object name) except -1:
+    if isinstance(name, (bytes, bytearray)):
+        name = name.decode("ascii", "replace")
+    try:
+        return POLICY_NAMES.index(name.lower())
+    except (ValueError, AttributeError):
+        raise ValueError(f"unknown maxmemory-policy {name!r}") from None
 
 
-cdef uint64_t reserve_or_raise(Arena a, uint64_t key_cap, uint64_t value_len, int64_t now) except 0:
+cdef inline int tenant_policy(Arena a, unsigned tenant) noexcept:
+    """As cx_policy_of: the tenant's own policy, else (always for tenant 0) the arena's."""
+    cdef uint32_t own = CX_SB(a.base).tmeta[tenant].policy if tenant else 0
+    return <int>own - 1 if own else a.policy_id
+
+
+cdef inline bint lfu_policy(Arena a, unsigned tenant) noexcept:
+    cdef int p = tenant_policy(a, tenant)
+    return p == CX_ALLKEYS_LFU or p == CX_VOLATILE_LFU
+
+
+cdef str tenant_name_of(Arena a, unsigned tenant):
+    cdef cx_tenant_meta* m = &CX_SB(a.base).tmeta[tenant]
+    if tenant == 0:
+        return DEFAULT_TENANT
+    return (<bytes>m.name[:m.name_len]).decode("ascii")
+
+
+cdef int raise_oom(Arena a, unsigned tenant, uint64_t value_bytes, bint rejected=True) except -1:
+    cdef cx_super* sb = CX_SB(a.base)
+    cdef uint64_t quota = sb.tenants[tenant].quota
+    if rejected:
+        sb.tmeta[tenant].rejected += 1
+    if tenant == 0 and not quota:
+        raise OutOfMemory(f"no room for a {value_bytes}-byte value in the arena "
+                          f"(maxmemory-policy {POLICY_NAMES[a.policy_id]})")
+    raise OutOfMemory(f"no room for a {value_bytes}-byte value for tenant {tenant_name_of(a, tenant)!r} "
+                      f"(quota {quota if quota else 'none'}, maxmemory-policy "
+                      f"{POLICY_NAMES[tenant_policy(a, tenant)]})")
+
+
+cdef uint64_t reserve_or_raise(Arena a, unsigned tenant, uint64_t key_cap, uint64_t value_len,
+                               int64_t now) except 0:
     cdef cx_cfg cfg = eviction_cfg(a)
-    cdef uint64_t off = cx_reserve(a.base, key_cap, value_len, value_len, &cfg, now)
+    cdef uint64_t off = cx_reserve(a.base, tenant, key_cap, value_len, value_len, &cfg, now)
     if not off:
-        raise_oom(a, value_len)
+        raise_oom(a, tenant, value_len)
     return off
 
 
-cdef uint64_t put(Arena a, unsigned pdb, Buf* key, Buf* value, int64_t expire_at, int type,
+cdef uint64_t put(Arena a, unsigned tenant, unsigned pdb, Buf* key, Buf* value, int64_t expire_at, int type,
                   bint keep_ttl) except 0:
     cdef int64_t now = cx_now_ms()
     cdef uint64_t off
     cdef cx_entry* old
     if keep_ttl:
         # read the TTL now: making room may evict the old version (it can be the LRU tail)
-        off = cx_find(a.base, cx_key_hash(CX_SB(a.base), pdb, key.ptr, key.len), pdb, key.ptr, key.len, NULL)
+        off = cx_find(a.base, cx_key_hash(CX_SB(a.base), tenant, pdb, key.ptr, key.len), tenant, pdb,
+                      key.ptr, key.len, NULL)
         if off:
             old = CX_E(a.base, off)
             if not cx_expired(old, now):
                 expire_at = old.expire_at
-    off = reserve_or_raise(a, key.len, value.len, now)
+    off = reserve_or_raise(a, tenant, key.len, value.len, now)
     copy_bytes(CX_VAL(CX_E(a.base, off)), value.ptr, value.len)
     cx_commit(a.base, off, pdb, key.ptr, key.len, expire_at, type, 0, now)
+    CX_SB(a.base).tmeta[tenant].bytes_written += value.len
     return off
-
-
-cdef inline bint lfu_policy(Arena a) noexcept:
-    return a.policy_id == CX_ALLKEYS_LFU or a.policy_id == CX_VOLATILE_LFU
 
 
 cdef inline object key_of(cx_entry* e):
     return PyBytes_FromStringAndSize(<char*>CX_KEY(e), e.key_len)
 
 
-cdef class Arena:
-    """A cache inside one shared mapping; see docs/internals.md section 1."""
+# ---------------------------------------------------------------- keyspaces
+
+cdef inline Arena ks_arena(Keyspace ks):
+    """The open arena behind ks; for a namespace, only while its tenant still exists."""
+    cdef Arena a
+    if ks.is_arena:
+        a = <Arena>ks
+        open_base(a)
+        return a
+    a = ks.owner
+    if a is None:
+        raise TypeError("a keyspace must come from an Arena (Arena.namespace)")
+    open_base(a)
+    if CX_SB(a.base).tmeta[ks.tenant].incarnation != ks.incarnation:
+        raise TenantError(f"tenant {ks.tenant} was dropped")
+    return a
+
+
+cdef inline unsigned ks_pdb(Arena a, unsigned tenant, int db) except? 0xffff:
+    """The physical db: the default tenant's logical dbs go through the SWAPDB map,
+    another tenant's are its own (the map is arena-wide, so it cannot be theirs)."""
+    if db < 0 or db >= a.ndb:
+        raise ValueError(f"db {db} out of range (0..{a.ndb - 1})")
+    return CX_SB(a.base).db_map[db] if tenant == 0 else <unsigned>db
+
+
+cdef cx_entry* ks_entry(Keyspace ks, Arena a, uint64_t off, unsigned states) except NULL:
+    """entry_at; a namespace reaches only its own tenant's entries (the Arena, the
+    administrator's handle, reaches any, so the connection layer can unpin through it)."""
+    cdef cx_entry* e = entry_at(a, off, states)
+    if not ks.is_arena and e.tenant != ks.tenant:
+        raise ValueError(f"offset {off} is not an entry of tenant {ks.tenant}")
+    return e
+
+
+cdef class Keyspace:
+    """One tenant's keys, as (tenant, db, key): the keyed and keyspace operations of the
+    arena, bound to a tenant. An Arena is the default tenant's (tenant 0) keyspace;
+    Arena.namespace(id) gives another tenant's, a Namespace, which command handlers can
+    use wherever they use the Arena. A namespace's offset methods (view, pin, ...) take
+    only its own tenant's entries; the Arena's take any tenant's."""
+    cdef bint is_arena           # this is the Arena itself (tenant 0)
+    cdef Arena owner             # a namespace's arena
+    cdef readonly unsigned tenant
+    cdef uint64_t incarnation    # the tenant's when bound: a dropped tenant's namespace
+                                 # must not reach a new tenant created in the same slot
+
+    @property
+    def databases(self):
+        return (<Arena>self).ndb if self.is_arena else ks_arena(self).ndb
+
+    # ---- reads ----
+    def lookup(self, int db, key, bint touch=True, bint stats=True):
+        """Offset of the live entry for key (0 if missing); expired entries are deleted."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef uint64_t off
+        cdef Buf k
+        buf_open(&k, key)
+        off = cx_lookup(a.base, self.tenant, pdb, k.ptr, k.len, touch, stats, lfu_policy(a, self.tenant), &a.rng)
+        buf_close(&k)
+        return off
+
+    def value_len(self, uint64_t off):
+        return ks_entry(self, ks_arena(self), off, ANY_ALLOCATED).value_len
+
+    def view(self, uint64_t off):
+        """Read-only memoryview of the value, straight over the arena."""
+        cdef cx_entry* e = ks_entry(self, ks_arena(self), off, SERVED)
+        return PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_READ)
+
+    def value_bytes(self, uint64_t off):
+        cdef cx_entry* e = ks_entry(self, ks_arena(self), off, SERVED)
+        return PyBytes_FromStringAndSize(<char*>CX_VAL(e), e.value_len)
+
+    def entry_type(self, uint64_t off):
+        return ks_entry(self, ks_arena(self), off, SERVED).type
+
+    def expire_at(self, uint64_t off):
+        return ks_entry(self, ks_arena(self), off, SERVED).expire_at
+
+    def idle_ms(self, uint64_t off):
+        cdef cx_entry* e = ks_entry(self, ks_arena(self), off, SERVED)
+        return max(0, cx_now_ms() - e.last_access)
+
+    def generation(self, uint64_t off):
+        return ks_entry(self, ks_arena(self), off, SERVED).generation
+
+    def block_size(self, uint64_t off):
+        """Bytes the entry's block occupies in the heap (header, key, value, padding): MEMORY USAGE."""
+        return CX_SIZE(ks_entry(self, ks_arena(self), off, SERVED).size_state)
+
+    def lfu_counter(self, uint64_t off):
+        """OBJECT FREQ: the entry's logarithmic access counter, decayed to now."""
+        return cx_lfu_value(ks_entry(self, ks_arena(self), off, SERVED), cx_now_ms())
+
+    def key_generation(self, int db, key):
+        """Generation of the live, unexpired entry for key; 0 if there is none (for WATCH)."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef uint64_t off
+        cdef cx_entry* e
+        cdef Buf k
+        buf_open(&k, key)
+        off = cx_find(a.base, cx_key_hash(CX_SB(a.base), self.tenant, pdb, k.ptr, k.len), self.tenant, pdb,
+                      k.ptr, k.len, NULL)
+        buf_close(&k)
+        if not off:
+            return 0
+        e = CX_E(a.base, off)
+        return 0 if cx_expired(e, cx_now_ms()) else e.generation
+
+    def pin(self, uint64_t off):
+        """Keep the entry's bytes from being freed or reused until the matching unpin."""
+        cdef Arena a = ks_arena(self)
+        ks_entry(self, a, off, SERVED)
+        cx_pin(a.base, off)
+
+    def unpin(self, uint64_t off):
+        cdef Arena a = ks_arena(self)
+        if ks_entry(self, a, off, SERVED).pins == 0:
+            raise ValueError(f"entry at {off} is not pinned")
+        cx_unpin(a.base, off)
+
+    # ---- writes: admitted against the tenant's quota and the arena's maxmemory ----
+    def set(self, int db, key, value, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
+        """Store value under key (copy-on-write); returns the new entry's offset."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef uint64_t off
+        cdef Buf k, v
+        key_open(&k, key)
+        try:
+            buf_open(&v, value)
+            try:
+                off = put(a, self.tenant, pdb, &k, &v, expire_at, type, keep_ttl)
+            finally:
+                buf_close(&v)
+        finally:
+            buf_close(&k)
+        return off
+
+    def reserve(self, uint64_t nbytes, uint64_t key_cap):
+        """An uncommitted block for an nbytes value and a key of up to key_cap bytes, on
+        this tenant's bill from now on. A failure is not counted as a rejected write:
+        the connection layer falls back to a buffer and the command's own write is what
+        gets rejected."""
+        cdef Arena a = ks_arena(self)
+        cdef cx_cfg cfg = eviction_cfg(a)
+        cdef uint64_t off
+        if key_cap > MAX_KEY_BYTES:
+            raise ValueError("key_cap above 512 MiB")
+        off = cx_reserve(a.base, self.tenant, key_cap, nbytes, nbytes, &cfg, cx_now_ms())
+        if not off:
+            raise_oom(a, self.tenant, nbytes, False)
+        return off
+
+    def slot(self, uint64_t off):
+        """Writable memoryview of a reserved block's value area (nbytes long)."""
+        cdef cx_entry* e = ks_entry(self, ks_arena(self), off, RESERVED_ONLY)
+        return PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_WRITE)
+
+    def commit(self, uint64_t off, int db, key, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
+        """Make a filled reservation the live entry for key; returns off. The reservation
+        must have been made by this tenant (it was admitted against its quota then)."""
+        cdef Arena a = ks_arena(self)
+        cdef cx_entry* e = entry_at(a, off, RESERVED_ONLY)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef Buf k
+        if e.tenant != self.tenant:
+            raise ValueError(f"the reservation at {off} belongs to tenant {e.tenant}, not {self.tenant}")
+        buf_open(&k, key)
+        try:
+            if <uint64_t>k.len > e.key_cap:
+                raise ValueError(f"key of {k.len} bytes does not fit the reserved key_cap")
+            cx_commit(a.base, off, pdb, k.ptr, k.len, expire_at, type, keep_ttl, cx_now_ms())
+            CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
+        finally:
+            buf_close(&k)
+        return off
+
+    def release(self, uint64_t off):
+        """Free an uncommitted reservation."""
+        cdef Arena a = ks_arena(self)
+        ks_entry(self, a, off, RESERVED_ONLY)
+        cx_release(a.base, off)
+
+    def append(self, int db, key, data):
+        """APPEND: returns the new length; keeps the TTL, creates the key if missing."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned tenant = self.tenant
+        cdef unsigned pdb = ks_pdb(a, tenant, db)
+        cdef uint64_t off, fresh, old_len, new_len
+        cdef cx_entry* e
+        cdef cx_entry* ne
+        cdef cx_cfg cfg
+        cdef int64_t now = cx_now_ms()
+        cdef Buf k, d
+        key_open(&k, key)
+        try:
+            buf_open(&d, data)
+            try:
+                off = cx_lookup(a.base, tenant, pdb, k.ptr, k.len, 1, 0, lfu_policy(a, tenant), &a.rng)
+                if not off:
+                    put(a, tenant, pdb, &k, &d, -1, TYPE_STRING, False)
+                    return d.len
+                e = CX_E(a.base, off)
+                old_len = e.value_len
+                new_len = old_len + d.len
+                if d.len == 0:
+                    return old_len
+                if new_len <= cx_value_cap(e):
+                    # in place: bytes past the old length are not visible until value_len grows
+                    copy_bytes(CX_VAL(e) + old_len, d.ptr, d.len)
+                    e.value_len = new_len
+                    cx_dataset_add(a.base, e, d.len)
+                    cx_reseal(a.base, off)
+                    CX_SB(a.base).tmeta[tenant].bytes_written += d.len
+                    return new_len
+                cx_pin(a.base, off)      # reserving may evict; not this entry
+                # room to grow (like Redis's greedy strings), but only if it needs no eviction
+                cfg = eviction_cfg(a)
+                cfg.no_evict = 1
+                fresh = cx_reserve(a.base, tenant, k.len, new_len * 2 if new_len < (1 << 20) else new_len + (1 << 20),
+                                   new_len, &cfg, now)
+                if not fresh:
+                    cfg = eviction_cfg(a)
+                    fresh = cx_reserve(a.base, tenant, k.len, new_len, new_len, &cfg, now)
+                if not fresh:
+                    cx_unpin(a.base, off)
+                    raise_oom(a, tenant, new_len)
+                ne = CX_E(a.base, fresh)
+                copy_bytes(CX_VAL(ne), CX_VAL(e), old_len)
+                copy_bytes(CX_VAL(ne) + old_len, d.ptr, d.len)
+                cx_commit(a.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
+                cx_unpin(a.base, off)     # frees the old version unless a reader holds it
+                CX_SB(a.base).tmeta[tenant].bytes_written += d.len
+                return new_len
+            finally:
+                buf_close(&d)
+        finally:
+            buf_close(&k)
+
+    def setrange(self, int db, key, uint64_t offset, data):
+        """SETRANGE: zero-pads, keeps the TTL, creates the key unless data is empty.
+        Returns the new length. Bytes a reader may hold are never rewritten in place."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned tenant = self.tenant
+        cdef unsigned pdb = ks_pdb(a, tenant, db)
+        cdef uint64_t off, fresh, old_len, new_len, end
+        cdef cx_entry* e
+        cdef cx_entry* ne
+        cdef int64_t now = cx_now_ms()
+        cdef Buf k, d
+        key_open(&k, key)
+        try:
+            buf_open(&d, data)
+            try:
+                end = offset + d.len
+                off = cx_lookup(a.base, tenant, pdb, k.ptr, k.len, 1, 0, lfu_policy(a, tenant), &a.rng)
+                if not off:
+                    if d.len == 0:
+                        return 0
+                    fresh = reserve_or_raise(a, tenant, k.len, end, now)
+                    ne = CX_E(a.base, fresh)
+                    memset(CX_VAL(ne), 0, offset)
+                    copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
+                    cx_commit(a.base, fresh, pdb, k.ptr, k.len, -1, TYPE_STRING, 0, now)
+                    CX_SB(a.base).tmeta[tenant].bytes_written += d.len
+                    return end
+                e = CX_E(a.base, off)
+                old_len = e.value_len
+                if d.len == 0:
+                    return old_len
+                new_len = max(old_len, end)
+                if offset >= old_len and new_len <= cx_value_cap(e):
+                    memset(CX_VAL(e) + old_len, 0, offset - old_len)
+                    copy_bytes(CX_VAL(e) + offset, d.ptr, d.len)
+                    e.value_len = new_len
+                    cx_dataset_add(a.base, e, new_len - old_len)
+                    cx_reseal(a.base, off)
+                    CX_SB(a.base).tmeta[tenant].bytes_written += d.len
+                    return new_len
+                cx_pin(a.base, off)
+                try:
+                    fresh = reserve_or_raise(a, tenant, k.len, new_len, now)
+                    ne = CX_E(a.base, fresh)
+                    copy_bytes(CX_VAL(ne), CX_VAL(e), old_len)
+                    if offset > old_len:
+                        memset(CX_VAL(ne) + old_len, 0, offset - old_len)
+                    copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
+                    cx_commit(a.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
+                finally:
+                    cx_unpin(a.base, off)
+                CX_SB(a.base).tmeta[tenant].bytes_written += d.len
+                return new_len
+            finally:
+                buf_close(&d)
+        finally:
+            buf_close(&k)
+
+    def set_expire(self, uint64_t off, int64_t at_ms):
+        """Set the absolute expiry in ms (-1 = persist); bumps the generation."""
+        cdef Arena a = ks_arena(self)
+        ks_entry(self, a, off, LIVE_ONLY)
+        cx_set_expire(a.base, off, at_ms, cx_now_ms())
+
+    def delete(self, int db, key):
+        cdef Arena a = ks_arena(self)
+        cdef uint64_t off = self.lookup(db, key, False, False)
+        if not off:
+            return False
+        cx_drop(a.base, off, 1)
+        return True
+
+    def copy(self, int db, key, int dstdb, dstkey, bint replace=False):
+        """COPY: the value (and TTL and type) copied by memcpy; False if the source is
+        missing or the destination exists and replace is false."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned spdb = ks_pdb(a, self.tenant, db), dpdb = ks_pdb(a, self.tenant, dstdb)
+        cdef uint64_t src, fresh
+        cdef cx_entry* e
+        cdef Buf dk
+        cdef int64_t now = cx_now_ms()
+        src = self.lookup(db, key, True, False)
+        if not src:
+            return False
+        if not replace and self.lookup(dstdb, dstkey, False, False):
+            return False
+        e = CX_E(a.base, src)
+        key_open(&dk, dstkey)
+        try:
+            cx_pin(a.base, src)       # not evicted to make room for its own copy
+            try:
+                fresh = reserve_or_raise(a, self.tenant, dk.len, e.value_len, now)
+                copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
+                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
+                CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
+            finally:
+                cx_unpin(a.base, src)
+        finally:
+            buf_close(&dk)
+        return True
+
+    def rename(self, int db, key, int dstdb, dstkey):
+        """RENAME/MOVE: keeps the TTL, replaces the destination; False if key is missing.
+        The value stays where it is when the new key fits the entry's key area."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned spdb = ks_pdb(a, self.tenant, db), dpdb = ks_pdb(a, self.tenant, dstdb)
+        cdef uint64_t src, fresh
+        cdef cx_entry* e
+        cdef Buf dk
+        cdef int64_t now = cx_now_ms()
+        src = self.lookup(db, key, False, False)
+        if not src:
+            return False
+        e = CX_E(a.base, src)
+        key_open(&dk, dstkey)
+        try:
+            if spdb == dpdb and <uint64_t>dk.len == e.key_len and memcmp(CX_KEY(e), dk.ptr, dk.len) == 0:
+                return True
+            if <uint64_t>dk.len <= e.key_cap:
+                cx_rename_in_place(a.base, src, dpdb, dk.ptr, dk.len)
+                return True
+            cx_pin(a.base, src)
+            try:
+                fresh = reserve_or_raise(a, self.tenant, dk.len, e.value_len, now)
+                copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
+                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
+                cx_drop(a.base, src, 1)   # a zombie until the unpin below
+            finally:
+                cx_unpin(a.base, src)
+        finally:
+            buf_close(&dk)
+        return True
+
+    # ---- keyspace: this tenant's keys only ----
+    def dbsize(self, int db):
+        cdef Arena a = ks_arena(self)
+        return cx_db_keys(a.base, self.tenant)[ks_pdb(a, self.tenant, db)]
+
+    def db_expires(self, int db):
+        cdef Arena a = ks_arena(self)
+        return cx_db_volatile(a.base, self.tenant)[ks_pdb(a, self.tenant, db)]
+
+    def flushdb(self, int db):
+        cdef Arena a = ks_arena(self)
+        drop_all(a, self.tenant, ks_pdb(a, self.tenant, db))
+
+    def flushall(self):
+        drop_all(ks_arena(self), self.tenant, -1)
+
+    def scan(self, int db, uint64_t cursor, Py_ssize_t count=10, match=None, int type=-1):
+        """One SCAN step: (next_cursor, keys). The cursor is a bucket number; every key
+        present for the whole scan is returned at least once. Expired keys are skipped."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
+        cdef char* base = a.base
+        cdef cx_super* sb = CX_SB(base)
+        cdef uint64_t* bk = CX_BUCKETS(base)
+        cdef uint64_t mask = sb.index_buckets - 1, b = cursor, cur, visited = 0
+        cdef Py_ssize_t examined = 0
+        cdef int64_t now = cx_now_ms()
+        cdef cx_entry* e
+        cdef Buf m
+        cdef bint use_match = False
+        cdef list out = []
+        if cursor > mask:
+            return 0, out
+        if match is not None:
+            buf_open(&m, match)
+            use_match = not (m.len == 1 and m.ptr[0] == b'*')
+        try:
+            while True:
+                cur = bk[b]
+                while cur:
+                    e = CX_E(base, cur)
+                    if e.db == pdb and e.tenant == tenant:
+                        examined += 1
+                        if (not cx_expired(e, now) and (type < 0 or e.type == type)
+                                and (not use_match or cx_glob(m.ptr, m.len, CX_KEY(e), e.key_len, 0))):
+                            out.append(key_of(e))
+                    cur = e.chain_next
+                b += 1
+                visited += 1
+                if b > mask:
+                    b = 0
+                    break
+                if examined >= count or visited >= SCAN_BUCKET_CAP:
+                    break
+        finally:
+            if match is not None:
+                buf_close(&m)
+        return b, out
+
+    def keys(self, int db, pattern):
+        """KEYS: every unexpired key of db matching the glob pattern."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
+        cdef char* base = a.base
+        cdef uint64_t* bk = CX_BUCKETS(base)
+        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
+        cdef int64_t now = cx_now_ms()
+        cdef cx_entry* e
+        cdef Buf m
+        cdef list out = []
+        buf_open(&m, pattern)
+        try:
+            all_keys = m.len == 1 and m.ptr[0] == b'*'
+            for b in range(nb):
+                cur = bk[b]
+                while cur:
+                    e = CX_E(base, cur)
+                    if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
+                            and (all_keys or cx_glob(m.ptr, m.len, CX_KEY(e), e.key_len, 0))):
+                        out.append(key_of(e))
+                    cur = e.chain_next
+        finally:
+            buf_close(&m)
+        return out
+
+    def random_key(self, int db):
+        """A random unexpired key of db, or None; expired keys met on the way are deleted."""
+        cdef Arena a = ks_arena(self)
+        cdef cx_filter f
+        cdef uint64_t off
+        cdef cx_super* sb = CX_SB(a.base)
+        f.tenant = self.tenant
+        f.db = ks_pdb(a, self.tenant, db)
+        f.volatile_only = 0
+        f.unpinned_only = 0
+        while True:
+            off = cx_random_entry(a.base, &a.rng, &f)
+            if not off:
+                return None
+            if not cx_expired(CX_E(a.base, off), cx_now_ms()):
+                return key_of(CX_E(a.base, off))
+            cx_drop(a.base, off, 1)
+            sb.expired += 1
+            sb.tenants[self.tenant].expired += 1
+
+    # ---- metering the arena cannot see: reported by the connection layer ----
+    def add_command(self, uint64_t n=1):
+        """Count n commands run by this tenant."""
+        CX_SB(ks_arena(self).base).tmeta[self.tenant].commands += n
+
+    def add_bytes_in(self, uint64_t n):
+        """Count n bytes of requests received from this tenant's clients."""
+        CX_SB(ks_arena(self).base).tmeta[self.tenant].bytes_in += n
+
+    def add_bytes_out(self, uint64_t n):
+        """Count n bytes of replies sent to this tenant's clients."""
+        CX_SB(ks_arena(self).base).tmeta[self.tenant].bytes_out += n
+
+
+cdef class Arena(Keyspace):
+    """A cache inside one shared mapping; see docs/internals.md section 1.
+
+    As a Keyspace it is the default tenant's (tenant 0): its keyed and keyspace methods
+    see only tenant 0's keys, as a single-tenant arena did. It also manages the tenants
+    (create_tenant, namespace, ...) and the arena as a whole (stats, check, maxmemory).
+
+    Tenants. Up to 63 besides the default one, each a slot in the superblock: name,
+    quota (bytes of its blocks, 0 = none), eviction policy (its own or the arena's),
+    LRU lists, key counts per db and counters, so all of it survives a restart (a
+    rebuild recounts keys and bytes; monotonic counters are kept as they are). A
+    tenant's used_bytes is every block on its bill: live entries, reservations (from
+    reserve() on) and pinned entries deleted meanwhile (until their last unpin).
+
+    Admission of a write of B block bytes by tenant T (reserve, set, append, setrange,
+    copy, rename):
+      - B > T's quota or B > maxmemory: OutOfMemory at once, nothing evicted;
+      - while T's used_bytes + B > T's quota: evict T's own entries by T's policy
+        (OutOfMemory, nothing evicted, if that cannot make room, e.g. noeviction);
+      - while the arena's heap_used + B > maxmemory (or no free block fits): evict,
+        tier by tier, from (1) tenants over their quota, the largest overage first,
+        down to their quota; (2) tenants without a quota (tenant 0 unless it has one),
+        the largest first; (3) only when no tenant of tiers 1-2 has anything its policy
+        lets go: tenants within their quota, the highest used/quota first. Each
+        tenant's own policy picks its entry; a noeviction tenant is never evicted.
+    So a tenant within its quota loses nothing while an over-quota or quota-less
+    tenant can give memory back, and one tenant's quota pressure evicts only its own
+    entries. Lowering a quota evicts nothing by itself: the tenant's next write does.
+    A failed write (not a failed reserve) counts as a rejected write of the tenant.
+    """
     # the process's handle on the mapping and its eviction settings; everything
     # that describes the cache lives in the mapping itself
     cdef char* base              # start of the mapping (the superblock); NULL once closed
     cdef size_t map_size
     cdef int fd
-    cdef int policy_id
+    cdef int policy_id           # the arena's maxmemory-policy (tenants without their own follow it)
     cdef int samples
     cdef uint64_t maxmem         # 0 = the whole heap
     cdef uint64_t rng            # xorshift state for the random/LFU policies
+    cdef int ndb
     cdef readonly object path
-    cdef readonly int databases
     cdef readonly str recovery
     cdef readonly Py_ssize_t dropped_entries
 
     def __cinit__(self):
         self.base = NULL
         self.fd = -1
+        self.is_arena = True
 
     def __init__(self, path, size, *, int databases=16, bint reset=False, bint hugepages=False,
                  bint prefault=False, int numa_node=-1):
@@ -1406,7 +2257,7 @@ cdef class Arena:
         self.base = base
         self.map_size = nbytes
         self.fd = fd
-        self.databases = databases
+        self.ndb = databases
         self.policy_id = CX_NOEVICTION
         self.samples = 5
         self.maxmem = 0
@@ -1506,18 +2357,19 @@ cdef class Arena:
             raise ValueError("maxmemory must be >= 0")
         self.maxmem = value
 
+    def evict_to_maxmemory(self):
+        """Redis's performEvictions, run before each command: evict per policy until the
+        heap is within maxmemory. False when it is still over and nothing may be evicted."""
+        cdef cx_cfg cfg = eviction_cfg(self)
+        return cx_evict_to_limit(self.base, &cfg, cx_now_ms()) == 1
+
     @property
     def policy(self):
         return POLICY_NAMES[self.policy_id]
 
     @policy.setter
     def policy(self, name):
-        if isinstance(name, (bytes, bytearray)):
-            name = name.decode("ascii", "replace")
-        try:
-            self.policy_id = POLICY_NAMES.index(name.lower())
-        except ValueError:
-            raise ValueError(f"unknown maxmemory-policy {name!r}") from None
+        self.policy_id = policy_number(name)
 
     @property
     def maxmemory_samples(self):
@@ -1529,406 +2381,114 @@ cdef class Arena:
             raise ValueError("maxmemory_samples must be >= 1")
         self.samples = value
 
-    # ---- reads ----
-    def lookup(self, int db, key, bint touch=True, bint stats=True):
-        """Offset of the live entry for key (0 if missing); expired entries are deleted."""
-        cdef Buf k
-        cdef unsigned pdb = physical_db(self, db)
-        cdef uint64_t off
-        buf_open(&k, key)
-        off = cx_lookup(self.base, pdb, k.ptr, k.len, touch, stats, lfu_policy(self), &self.rng)
-        buf_close(&k)
-        return off
 
-    def value_len(self, uint64_t off):
-        return entry_at(self, off, ANY_ALLOCATED).value_len
-
-    def view(self, uint64_t off):
-        """Read-only memoryview of the value, straight over the arena."""
-        cdef cx_entry* e = entry_at(self, off, SERVED)
-        return PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_READ)
-
-    def value_bytes(self, uint64_t off):
-        cdef cx_entry* e = entry_at(self, off, SERVED)
-        return PyBytes_FromStringAndSize(<char*>CX_VAL(e), e.value_len)
-
-    def entry_type(self, uint64_t off):
-        return entry_at(self, off, SERVED).type
-
-    def expire_at(self, uint64_t off):
-        return entry_at(self, off, SERVED).expire_at
-
-    def idle_ms(self, uint64_t off):
-        cdef cx_entry* e = entry_at(self, off, SERVED)
-        return max(0, cx_now_ms() - e.last_access)
-
-    def generation(self, uint64_t off):
-        return entry_at(self, off, SERVED).generation
-
-    def block_size(self, uint64_t off):
-        """Bytes the entry's block occupies in the heap (header, key, value, padding): MEMORY USAGE."""
-        return CX_SIZE(entry_at(self, off, SERVED).size_state)
-
-    def lfu_counter(self, uint64_t off):
-        """OBJECT FREQ: the entry's logarithmic access counter, decayed to now."""
-        return cx_lfu_value(entry_at(self, off, SERVED), cx_now_ms())
-
-    def key_generation(self, int db, key):
-        """Generation of the live, unexpired entry for key; 0 if there is none (for WATCH)."""
-        cdef Buf k
-        cdef unsigned pdb = physical_db(self, db)
-        cdef uint64_t off
-        cdef cx_entry* e
-        buf_open(&k, key)
-        off = cx_find(self.base, cx_key_hash(CX_SB(self.base), pdb, k.ptr, k.len), pdb, k.ptr, k.len, NULL)
-        buf_close(&k)
-        if not off:
-            return 0
-        e = CX_E(self.base, off)
-        return 0 if cx_expired(e, cx_now_ms()) else e.generation
-
-    def pin(self, uint64_t off):
-        """Keep the entry's bytes from being freed or reused until the matching unpin."""
-        entry_at(self, off, SERVED)
-        cx_pin(self.base, off)
-
-    def unpin(self, uint64_t off):
-        if entry_at(self, off, SERVED).pins == 0:
-            raise ValueError(f"entry at {off} is not pinned")
-        cx_unpin(self.base, off)
-
-    # ---- writes ----
-    def set(self, int db, key, value, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
-        """Store value under key (copy-on-write); returns the new entry's offset."""
-        cdef Buf k, v
-        cdef unsigned pdb = physical_db(self, db)
-        cdef uint64_t off
-        key_open(&k, key)
-        try:
-            buf_open(&v, value)
-            try:
-                off = put(self, pdb, &k, &v, expire_at, type, keep_ttl)
-            finally:
-                buf_close(&v)
-        finally:
-            buf_close(&k)
-        return off
-
-    def reserve(self, uint64_t nbytes, uint64_t key_cap):
-        """An uncommitted block for an nbytes value and a key of up to key_cap bytes."""
-        open_base(self)
-        if key_cap > MAX_KEY_BYTES:
-            raise ValueError("key_cap above 512 MiB")
-        return reserve_or_raise(self, key_cap, nbytes, cx_now_ms())
-
-    def slot(self, uint64_t off):
-        """Writable memoryview of a reserved block's value area (nbytes long)."""
-        cdef cx_entry* e = entry_at(self, off, RESERVED_ONLY)
-        return PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_WRITE)
-
-    def commit(self, uint64_t off, int db, key, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
-        """Make a filled reservation the live entry for key; returns off."""
-        cdef cx_entry* e = entry_at(self, off, RESERVED_ONLY)
-        cdef unsigned pdb = physical_db(self, db)
-        cdef Buf k
-        buf_open(&k, key)
-        try:
-            if <uint64_t>k.len > e.key_cap:
-                raise ValueError(f"key of {k.len} bytes does not fit the reserved key_cap")
-            cx_commit(self.base, off, pdb, k.ptr, k.len, expire_at, type, keep_ttl, cx_now_ms())
-        finally:
-            buf_close(&k)
-        return off
-
-    def release(self, uint64_t off):
-        """Free an uncommitted reservation."""
-        entry_at(self, off, RESERVED_ONLY)
-        cx_release(self.base, off)
-
-    def append(self, int db, key, data):
-        """APPEND: returns the new length; keeps the TTL, creates the key if missing."""
-        cdef Buf k, d
-        cdef unsigned pdb = physical_db(self, db)
-        cdef uint64_t off, fresh, old_len, new_len
-        cdef cx_entry* e
-        cdef cx_entry* ne
-        cdef cx_cfg cfg
-        cdef int64_t now = cx_now_ms()
-        key_open(&k, key)
-        try:
-            buf_open(&d, data)
-            try:
-                off = cx_lookup(self.base, pdb, k.ptr, k.len, 1, 0, lfu_policy(self), &self.rng)
-                if not off:
-                    put(self, pdb, &k, &d, -1, TYPE_STRING, False)
-                    return d.len
-                e = CX_E(self.base, off)
-                old_len = e.value_len
-                new_len = old_len + d.len
-                if d.len == 0:
-                    return old_len
-                if new_len <= cx_value_cap(e):
-                    # in place: bytes past the old length are not visible until value_len grows
-                    copy_bytes(CX_VAL(e) + old_len, d.ptr, d.len)
-                    e.value_len = new_len
-                    CX_SB(self.base).dataset += d.len
-                    cx_reseal(self.base, off)
-                    return new_len
-                cx_pin(self.base, off)      # reserving may evict; not this entry
-                # room to grow (like Redis's greedy strings), but only if it needs no eviction
-                cfg = eviction_cfg(self)
-                cfg.policy = CX_NOEVICTION
-                fresh = cx_reserve(self.base, k.len, new_len * 2 if new_len < (1 << 20) else new_len + (1 << 20),
-                                   new_len, &cfg, now)
-                if not fresh:
-                    cfg = eviction_cfg(self)
-                    fresh = cx_reserve(self.base, k.len, new_len, new_len, &cfg, now)
-                if not fresh:
-                    cx_unpin(self.base, off)
-                    raise_oom(self, new_len)
-                ne = CX_E(self.base, fresh)
-                copy_bytes(CX_VAL(ne), CX_VAL(e), old_len)
-                copy_bytes(CX_VAL(ne) + old_len, d.ptr, d.len)
-                cx_commit(self.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
-                cx_unpin(self.base, off)     # frees the old version unless a reader holds it
-                return new_len
-            finally:
-                buf_close(&d)
-        finally:
-            buf_close(&k)
-
-    def setrange(self, int db, key, uint64_t offset, data):
-        """SETRANGE: zero-pads, keeps the TTL, creates the key unless data is empty.
-        Returns the new length. Bytes a reader may hold are never rewritten in place."""
-        cdef Buf k, d
-        cdef unsigned pdb = physical_db(self, db)
-        cdef uint64_t off, fresh, old_len, new_len, end
-        cdef cx_entry* e
-        cdef cx_entry* ne
-        cdef int64_t now = cx_now_ms()
-        key_open(&k, key)
-        try:
-            buf_open(&d, data)
-            try:
-                end = offset + d.len
-                off = cx_lookup(self.base, pdb, k.ptr, k.len, 1, 0, lfu_policy(self), &self.rng)
-                if not off:
-                    if d.len == 0:
-                        return 0
-                    fresh = reserve_or_raise(self, k.len, end, now)
-                    ne = CX_E(self.base, fresh)
-                    memset(CX_VAL(ne), 0, offset)
-                    copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
-                    cx_commit(self.base, fresh, pdb, k.ptr, k.len, -1, TYPE_STRING, 0, now)
-                    return end
-                e = CX_E(self.base, off)
-                old_len = e.value_len
-                if d.len == 0:
-                    return old_len
-                new_len = max(old_len, end)
-                if offset >= old_len and new_len <= cx_value_cap(e):
-                    memset(CX_VAL(e) + old_len, 0, offset - old_len)
-                    copy_bytes(CX_VAL(e) + offset, d.ptr, d.len)
-                    e.value_len = new_len
-                    CX_SB(self.base).dataset += new_len - old_len
-                    cx_reseal(self.base, off)
-                    return new_len
-                cx_pin(self.base, off)
-                try:
-                    fresh = reserve_or_raise(self, k.len, new_len, now)
-                    ne = CX_E(self.base, fresh)
-                    copy_bytes(CX_VAL(ne), CX_VAL(e), old_len)
-                    if offset > old_len:
-                        memset(CX_VAL(ne) + old_len, 0, offset - old_len)
-                    copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
-                    cx_commit(self.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
-                finally:
-                    cx_unpin(self.base, off)
-                return new_len
-            finally:
-                buf_close(&d)
-        finally:
-            buf_close(&k)
-
-    def set_expire(self, uint64_t off, int64_t at_ms):
-        """Set the absolute expiry in ms (-1 = persist); bumps the generation."""
-        entry_at(self, off, LIVE_ONLY)
-        cx_set_expire(self.base, off, at_ms, cx_now_ms())
-
-    def delete(self, int db, key):
-        cdef uint64_t off = self.lookup(db, key, False, False)
-        if not off:
-            return False
-        cx_drop(self.base, off, 1)
-        return True
-
-    def copy(self, int db, key, int dstdb, dstkey, bint replace=False):
-        """COPY: the value (and TTL and type) copied by memcpy; False if the source is
-        missing or the destination exists and replace is false."""
-        cdef unsigned spdb = physical_db(self, db), dpdb = physical_db(self, dstdb)
-        cdef uint64_t src, fresh
-        cdef cx_entry* e
-        cdef Buf dk
-        cdef int64_t now = cx_now_ms()
-        src = self.lookup(db, key, True, False)
-        if not src:
-            return False
-        if not replace and self.lookup(dstdb, dstkey, False, False):
-            return False
-        e = CX_E(self.base, src)
-        key_open(&dk, dstkey)
-        try:
-            cx_pin(self.base, src)       # not evicted to make room for its own copy
-            try:
-                fresh = reserve_or_raise(self, dk.len, e.value_len, now)
-                copy_bytes(CX_VAL(CX_E(self.base, fresh)), CX_VAL(e), e.value_len)
-                cx_commit(self.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
-            finally:
-                cx_unpin(self.base, src)
-        finally:
-            buf_close(&dk)
-        return True
-
-    def rename(self, int db, key, int dstdb, dstkey):
-        """RENAME/MOVE: keeps the TTL, replaces the destination; False if key is missing.
-        The value stays where it is when the new key fits the entry's key area."""
-        cdef unsigned spdb = physical_db(self, db), dpdb = physical_db(self, dstdb)
-        cdef uint64_t src, fresh
-        cdef cx_entry* e
-        cdef Buf dk
-        cdef int64_t now = cx_now_ms()
-        src = self.lookup(db, key, False, False)
-        if not src:
-            return False
-        e = CX_E(self.base, src)
-        key_open(&dk, dstkey)
-        try:
-            if spdb == dpdb and <uint64_t>dk.len == e.key_len and memcmp(CX_KEY(e), dk.ptr, dk.len) == 0:
-                return True
-            if <uint64_t>dk.len <= e.key_cap:
-                cx_rename_in_place(self.base, src, dpdb, dk.ptr, dk.len)
-                return True
-            cx_pin(self.base, src)
-            try:
-                fresh = reserve_or_raise(self, dk.len, e.value_len, now)
-                copy_bytes(CX_VAL(CX_E(self.base, fresh)), CX_VAL(e), e.value_len)
-                cx_commit(self.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
-                cx_drop(self.base, src, 1)   # a zombie until the unpin below
-            finally:
-                cx_unpin(self.base, src)
-        finally:
-            buf_close(&dk)
-        return True
-
-    # ---- keyspace ----
-    def dbsize(self, int db):
-        return CX_SB(self.base).db_keys[physical_db(self, db)]
-
-    def db_expires(self, int db):
-        return CX_SB(self.base).db_volatile[physical_db(self, db)]
-
-    def flushdb(self, int db):
-        drop_all(self, physical_db(self, db))
-
-    def flushall(self):
-        open_base(self)
-        drop_all(self, -1)
-
+    # ---- the default tenant's SWAPDB; active expiry of every tenant ----
     def swapdb(self, int a, int b):
-        cdef unsigned pa = physical_db(self, a), pb = physical_db(self, b)
-        cdef cx_super* sb = CX_SB(self.base)
+        """SWAPDB of the default tenant's dbs (the logical -> physical map is arena-wide,
+        so only tenant 0 goes through it)."""
+        cdef cx_super* sb = CX_SB(open_base(self))
+        cdef unsigned pa = ks_pdb(self, 0, a), pb = ks_pdb(self, 0, b)
         sb.db_map[a] = pb
         sb.db_map[b] = pa
 
-    def scan(self, int db, uint64_t cursor, Py_ssize_t count=10, match=None, int type=-1):
-        """One SCAN step: (next_cursor, keys). The cursor is a bucket number; every key
-        present for the whole scan is returned at least once. Expired keys are skipped."""
-        cdef unsigned pdb = physical_db(self, db)
-        cdef char* base = self.base
-        cdef cx_super* sb = CX_SB(base)
-        cdef uint64_t* bk = CX_BUCKETS(base)
-        cdef uint64_t mask = sb.index_buckets - 1, b = cursor, cur, visited = 0
-        cdef Py_ssize_t examined = 0
-        cdef int64_t now = cx_now_ms()
-        cdef cx_entry* e
-        cdef Buf m
-        cdef bint use_match = False
-        cdef list out = []
-        if cursor > mask:
-            return 0, out
-        if match is not None:
-            buf_open(&m, match)
-            use_match = not (m.len == 1 and m.ptr[0] == b'*')
-        try:
-            while True:
-                cur = bk[b]
-                while cur:
-                    e = CX_E(base, cur)
-                    if e.db == pdb:
-                        examined += 1
-                        if (not cx_expired(e, now) and (type < 0 or e.type == type)
-                                and (not use_match or cx_glob(m.ptr, m.len, CX_KEY(e), e.key_len, 0))):
-                            out.append(key_of(e))
-                    cur = e.chain_next
-                b += 1
-                visited += 1
-                if b > mask:
-                    b = 0
-                    break
-                if examined >= count or visited >= SCAN_BUCKET_CAP:
-                    break
-        finally:
-            if match is not None:
-                buf_close(&m)
-        return b, out
-
-    def keys(self, int db, pattern):
-        """KEYS: every unexpired key of db matching the glob pattern."""
-        cdef unsigned pdb = physical_db(self, db)
-        cdef char* base = self.base
-        cdef uint64_t* bk = CX_BUCKETS(base)
-        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
-        cdef int64_t now = cx_now_ms()
-        cdef cx_entry* e
-        cdef Buf m
-        cdef list out = []
-        buf_open(&m, pattern)
-        try:
-            all_keys = m.len == 1 and m.ptr[0] == b'*'
-            for b in range(nb):
-                cur = bk[b]
-                while cur:
-                    e = CX_E(base, cur)
-                    if (e.db == pdb and not cx_expired(e, now)
-                            and (all_keys or cx_glob(m.ptr, m.len, CX_KEY(e), e.key_len, 0))):
-                        out.append(key_of(e))
-                    cur = e.chain_next
-        finally:
-            buf_close(&m)
-        return out
-
-    def random_key(self, int db):
-        """A random unexpired key of db, or None; expired keys met on the way are deleted."""
-        cdef unsigned pdb = physical_db(self, db)
-        cdef uint64_t off
-        cdef cx_super* sb = CX_SB(self.base)
-        while True:
-            off = cx_random_entry(self.base, &self.rng, pdb, 0, 0)
-            if not off:
-                return None
-            if not cx_expired(CX_E(self.base, off), cx_now_ms()):
-                return key_of(CX_E(self.base, off))
-            cx_drop(self.base, off, 1)
-            sb.expired += 1
-            sb.tenants[0].expired += 1
-
     def expire_cycle(self, uint64_t max_checks):
-        """Active expiry step: examine up to max_checks entries from the saved bucket
-        cursor and delete the expired ones. Returns how many were deleted."""
+        """Active expiry step: examine up to max_checks entries (of any tenant) from the
+        saved bucket cursor and delete the expired ones. Returns how many were deleted."""
         return cx_expire_cycle(open_base(self), max_checks, cx_now_ms())
+
+    # ---- tenants ----
+    def namespace(self, int tenant_id):
+        """Tenant tenant_id's keyspace, a Namespace (namespace(0) is the default tenant's)."""
+        cdef unsigned t = existing_tenant(self, tenant_id)
+        cdef Namespace ns = Namespace.__new__(Namespace)
+        ns.owner = self
+        ns.tenant = t
+        ns.incarnation = CX_SB(self.base).tmeta[t].incarnation
+        return ns
+
+    def create_tenant(self, name, int64_t quota=0, policy=None):
+        """A new, empty tenant; returns its id (1..63). name: 1 to 64 visible ASCII
+        characters, unique ('default' is tenant 0). quota: bytes, 0 = none. policy: a
+        maxmemory-policy name, None = follow the arena's."""
+        cdef bytes bname = valid_tenant_name(name)
+        cdef uint32_t own = 0 if policy is None else policy_number(policy) + 1
+        cdef cx_super* sb = CX_SB(open_base(self))
+        cdef cx_cfg cfg = eviction_cfg(self)
+        cdef int t
+        if quota < 0:
+            raise ValueError("a tenant quota must be >= 0")
+        if find_tenant(self, bname) >= 0:
+            raise TenantError(f"tenant {bname.decode()!r} already exists")
+        for t in range(1, CX_NTENANT):
+            # a dropped tenant's slot is reused once nothing is left on its bill
+            if not sb.tmeta[t].incarnation and not sb.tenants[t].used_bytes:
+                break
+        else:
+            raise TenantError(f"no free tenant slot ({CX_NTENANT - 1} tenants at most; a dropped "
+                              f"tenant's slot is free once its pinned entries are unpinned)")
+        if not cx_tenant_create(self.base, t, <const uint8_t*>PyBytes_AS_STRING(bname), len(bname),
+                                quota, own, &cfg, cx_now_ms()):
+            raise OutOfMemory("no room for the new tenant's per-db counters")
+        return t
+
+    def drop_tenant(self, int tenant_id):
+        """Delete a tenant and every entry it has; returns how many keys it had. Its
+        pinned entries are freed by their last unpin; its slot is reused only then."""
+        cdef unsigned t = existing_tenant(self, tenant_id)
+        if t == 0:
+            raise TenantError("the default tenant cannot be dropped")
+        keys = CX_SB(self.base).tenants[t].keys
+        cx_tenant_drop(self.base, t)
+        return keys
+
+    def tenant_id(self, name):
+        """The id of the tenant called name, or None."""
+        open_base(self)
+        try:
+            bname = valid_tenant_name(name)
+        except ValueError:
+            return None
+        t = find_tenant(self, bname)
+        return None if t < 0 else t
+
+    def tenants(self):
+        """tenant_stats() of every tenant, by id (the default tenant first)."""
+        cdef uint64_t bits = cx_tenant_bits(CX_SB(open_base(self)))
+        return [tenant_dict(self, t) for t in range(CX_NTENANT) if (bits >> t) & 1]
+
+    def set_tenant_quota(self, int tenant_id, int64_t quota):
+        """Bytes the tenant's blocks may take, 0 = none. Lowering it evicts nothing now:
+        the tenant's next write evicts down to it, and arena-wide pressure takes from it
+        first while it is over."""
+        cdef unsigned t = existing_tenant(self, tenant_id)
+        if quota < 0:
+            raise ValueError("a tenant quota must be >= 0")
+        CX_SB(self.base).tenants[t].quota = quota
+
+    def set_tenant_policy(self, int tenant_id, policy):
+        """The tenant's own maxmemory-policy, or None to follow the arena's. The default
+        tenant always follows the arena's (Arena.policy)."""
+        cdef unsigned t = existing_tenant(self, tenant_id)
+        cdef uint32_t own = 0 if policy is None else policy_number(policy) + 1
+        if t == 0:
+            raise TenantError("the default tenant follows the arena's maxmemory-policy (Arena.policy)")
+        CX_SB(self.base).tmeta[t].policy = own
+
+    def tenant_stats(self, int tenant_id):
+        """One tenant: id, name, quota, policy (in effect), policy_inherited, keys,
+        expires, used_bytes (its blocks: what the quota limits), dataset_bytes (keys +
+        values), keyspace_hits/misses, expired_keys, evicted_keys, rejected_writes,
+        bytes_written (value bytes its writes stored), and what the connection layer
+        reported: commands, bytes_in, bytes_out."""
+        return tenant_dict(self, existing_tenant(self, tenant_id))
+
+    def reset_tenant_stats(self, int tenant_id):
+        """Zero the tenant's counters (hits ... commands); its keys and bytes stay."""
+        reset_counters(CX_SB(self.base), existing_tenant(self, tenant_id))
 
     # ---- accounting and checks ----
     def stats(self):
+        """The arena as a whole: memory, and counters summed over every tenant."""
         cdef cx_super* sb = CX_SB(open_base(self))
         cdef uint64_t free_bytes = sb.heap_size - sb.heap_used
         cdef uint64_t largest = largest_free(self.base)
@@ -1953,33 +2513,146 @@ cdef class Arena:
             "policy": POLICY_NAMES[self.policy_id],
             "index_buckets": sb.index_buckets,
             "generation": sb.generation,
+            "tenants": bin(cx_tenant_bits(sb)).count("1"),
             "recovery": self.recovery,
             "dropped_entries": self.dropped_entries,
         }
 
     def reset_stats(self):
+        """CONFIG RESETSTAT: the arena-wide counters and the default tenant's. The other
+        tenants' metering is theirs to keep (reset_tenant_stats)."""
         cdef cx_super* sb = CX_SB(open_base(self))
-        cdef int i
         sb.hits = sb.misses = sb.expired = sb.evicted = 0
-        for i in range(CX_NTENANT):
-            sb.tenants[i].hits = sb.tenants[i].misses = 0
-            sb.tenants[i].expired = sb.tenants[i].evicted = 0
+        reset_counters(sb, 0)
 
     def check(self):
         """Validate every structure against a full heap walk; returns problem strings."""
         return check_arena(self)
 
 
-cdef void drop_all(Arena a, int pdb) noexcept:
-    """Delete every entry of physical db pdb (all dbs if -1); pinned ones become zombies."""
+cdef class Namespace(Keyspace):
+    """A tenant's keyspace (Arena.namespace): the Arena's keyed and keyspace methods,
+    seeing only this tenant's keys, and only its entries by offset. Every method raises
+    TenantError once the tenant is dropped."""
+
+    @property
+    def arena(self):
+        return self.owner
+
+    @property
+    def name(self):
+        return tenant_name_of(ks_arena(self), self.tenant)
+
+    @property
+    def policy(self):
+        """The maxmemory-policy in effect for the tenant (its own or the arena's)."""
+        return POLICY_NAMES[tenant_policy(ks_arena(self), self.tenant)]
+
+    @property
+    def quota(self):
+        return CX_SB(ks_arena(self).base).tenants[self.tenant].quota
+
+    def stats(self):
+        """This tenant's Arena.tenant_stats()."""
+        return tenant_dict(ks_arena(self), self.tenant)
+
+    def swapdb(self, int a, int b):
+        """Only the default tenant has SWAPDB: the logical -> physical db map is shared
+        by the whole arena, so swapping for one tenant would swap every tenant's dbs."""
+        cdef Arena arena = ks_arena(self)
+        if self.tenant == 0:
+            return arena.swapdb(a, b)
+        raise TenantError("SWAPDB is not available in a tenant namespace "
+                          "(the db map is shared by the whole arena)")
+
+    def __repr__(self):
+        return f"<Namespace of tenant {self.tenant}>"
+
+
+cdef bytes valid_tenant_name(object name):
+    cdef bytes b
+    try:
+        b = name.encode("ascii") if isinstance(name, str) else bytes(name)
+    except UnicodeEncodeError:
+        b = b""
+    if not 1 <= len(b) <= TENANT_NAME_MAX or any(c < 0x21 or c > 0x7e for c in b):
+        raise ValueError(f"a tenant name is 1 to {TENANT_NAME_MAX} visible ASCII characters, not {name!r}")
+    return b
+
+
+cdef int find_tenant(Arena a, bytes name):
+    """The id of the tenant called name, -1 if none."""
+    cdef cx_super* sb = CX_SB(a.base)
+    cdef uint64_t bits = sb.tenant_bits
+    cdef int t
+    if name == DEFAULT_TENANT.encode():
+        return 0
+    for t in range(1, CX_NTENANT):
+        if ((bits >> t) & 1 and sb.tmeta[t].name_len == len(name)
+                and memcmp(sb.tmeta[t].name, PyBytes_AS_STRING(name), len(name)) == 0):
+            return t
+    return -1
+
+
+cdef unsigned existing_tenant(Arena a, int tenant_id) except? 0xffff:
+    cdef cx_super* sb = CX_SB(open_base(a))
+    if tenant_id < 0 or tenant_id >= CX_NTENANT or not (cx_tenant_bits(sb) >> tenant_id) & 1:
+        raise TenantError(f"no tenant {tenant_id}")
+    return tenant_id
+
+
+cdef dict tenant_dict(Arena a, unsigned t):
+    cdef cx_super* sb = CX_SB(a.base)
+    cdef cx_tenant* s = &sb.tenants[t]
+    cdef cx_tenant_meta* m = &sb.tmeta[t]
+    cdef uint64_t dataset = m.dataset
+    cdef int i
+    if t == 0:      # not kept, so an arena formatted before tenants existed reads right
+        dataset = sb.dataset
+        for i in range(1, CX_NTENANT):
+            dataset -= sb.tmeta[i].dataset
+    return {
+        "id": t,
+        "name": tenant_name_of(a, t),
+        "quota": s.quota,
+        "policy": POLICY_NAMES[tenant_policy(a, t)],
+        "policy_inherited": m.policy == 0,
+        "keys": s.keys,
+        "expires": s.volatile_keys,
+        "used_bytes": s.used_bytes,
+        "dataset_bytes": dataset,
+        "keyspace_hits": s.hits,
+        "keyspace_misses": s.misses,
+        "expired_keys": s.expired,
+        "evicted_keys": s.evicted,
+        "rejected_writes": m.rejected,
+        "bytes_written": m.bytes_written,
+        "commands": m.commands,
+        "bytes_in": m.bytes_in,
+        "bytes_out": m.bytes_out,
+    }
+
+
+cdef void reset_counters(cx_super* sb, unsigned t) noexcept:
+    cdef cx_tenant* s = &sb.tenants[t]
+    cdef cx_tenant_meta* m = &sb.tmeta[t]
+    s.hits = s.misses = s.expired = s.evicted = 0
+    m.rejected = m.bytes_written = m.bytes_in = m.bytes_out = m.commands = 0
+
+
+cdef void drop_all(Arena a, unsigned tenant, int pdb) noexcept:
+    """Delete every entry of tenant in physical db pdb (all its dbs if -1); pinned ones
+    become zombies."""
     cdef char* base = a.base
     cdef uint64_t* bk = CX_BUCKETS(base)
     cdef uint64_t b, cur, nxt, nb = CX_SB(base).index_buckets
+    cdef cx_entry* e
     for b in range(nb):
         cur = bk[b]
         while cur:
-            nxt = CX_E(base, cur).chain_next
-            if pdb < 0 or CX_E(base, cur).db == pdb:
+            e = CX_E(base, cur)
+            nxt = e.chain_next
+            if e.tenant == tenant and (pdb < 0 or e.db == pdb):
                 cx_drop(base, cur, 1)
             cur = nxt
 
@@ -2002,8 +2675,10 @@ cdef list check_arena(Arena a):
     cdef char* base = open_base(a)
     cdef cx_super* sb = CX_SB(base)
     cdef uint64_t lo = sb.heap_off, hi = sb.heap_off + sb.heap_size, off = lo, size, w, cur, prev
-    cdef uint64_t mask = sb.index_buckets - 1
+    cdef uint64_t mask = sb.index_buckets - 1, bits = cx_tenant_bits(sb)
     cdef uint64_t* bk = CX_BUCKETS(base)
+    cdef uint64_t* keys_of
+    cdef uint64_t* volatile_of
     cdef cx_entry* e
     cdef cx_freeblk* fb
     cdef cx_tenant* t
@@ -2011,13 +2686,14 @@ cdef list check_arena(Arena a):
     cdef int c, ti, l
     cdef list problems = []
     cdef dict live = {}
+    cdef dict tables = {}            # counter table offset -> the tenant it names
+    cdef dict db_counts = {}         # (tenant, physical db) -> [keys, volatile keys]
     cdef set free_blocks = set()
     heap_used = dataset = reserved = zombies = pinned = 0
-    db_keys = [0] * CX_NDB
-    db_volatile = [0] * CX_NDB
     tenant_used = [0] * CX_NTENANT
     tenant_keys = [0] * CX_NTENANT
     tenant_volatile = [0] * CX_NTENANT
+    tenant_dataset = [0] * CX_NTENANT
     prev_free = False
     while off < hi:
         w = (<uint64_t*>(base + off))[0]
@@ -2032,9 +2708,18 @@ cdef list check_arena(Arena a):
             if prev_free:
                 problems.append(f"free block at {off} follows another free block")
             free_blocks.add(off)
+        elif st == CX_TABLE:
+            heap_used += size
+            tables[off] = (<cx_dbtab*>(base + off)).tenant
         elif st == CX_LIVE or st == CX_ZOMBIE or st == CX_RESERVED:
             heap_used += size
             e = CX_E(base, off)
+            if e.tenant >= CX_NTENANT:
+                problems.append(f"block at {off} names tenant {e.tenant}, beyond the tenant table")
+                off += size
+                prev_free = False
+                continue
+            tenant_used[e.tenant] += size
             if st == CX_RESERVED:
                 reserved += 1
             elif st == CX_ZOMBIE:
@@ -2045,14 +2730,17 @@ cdef list check_arena(Arena a):
             else:
                 if not cx_entry_intact(base, off, size):
                     problems.append(f"live entry at {off}: header checksum or key hash mismatch")
-                live[off] = (e.db, key_of(e))
+                if not (bits >> e.tenant) & 1:
+                    problems.append(f"live entry at {off} belongs to tenant {e.tenant}, which does not exist")
+                live[off] = (e.tenant, e.db, key_of(e))
                 pinned += e.pins > 0
                 dataset += e.key_len + e.value_len
-                db_keys[e.db] += 1
-                tenant_used[e.tenant] += size
+                tenant_dataset[e.tenant] += e.key_len + e.value_len
                 tenant_keys[e.tenant] += 1
+                counts = db_counts.setdefault((e.tenant, e.db), [0, 0])
+                counts[0] += 1
                 if e.expire_at != -1:
-                    db_volatile[e.db] += 1
+                    counts[1] += 1
                     tenant_volatile[e.tenant] += 1
         else:
             problems.append(f"block at {off} has unknown state {st}")
@@ -2128,18 +2816,35 @@ cdef list check_arena(Arena a):
         if t.used_bytes != tenant_used[ti] or t.keys != tenant_keys[ti] or t.volatile_keys != tenant_volatile[ti]:
             problems.append(f"tenant {ti} counters (bytes/keys/volatile) {t.used_bytes}/{t.keys}/"
                             f"{t.volatile_keys}, recounted {tenant_used[ti]}/{tenant_keys[ti]}/{tenant_volatile[ti]}")
+        if ti == 0:
+            keys_of, volatile_of = sb.db_keys, sb.db_volatile
+        else:
+            if bool(sb.tmeta[ti].incarnation) != bool((sb.tenant_bits >> ti) & 1):
+                problems.append(f"tenant {ti}: the existence bit disagrees with its slot")
+            if not (bits >> ti) & 1:
+                continue
+            if sb.tmeta[ti].dataset != tenant_dataset[ti]:
+                problems.append(f"tenant {ti}: dataset counter {sb.tmeta[ti].dataset}, recounted {tenant_dataset[ti]}")
+            if not cx_dbtab_intact(base, ti):
+                problems.append(f"tenant {ti}: its counter table at {sb.tmeta[ti].dbtab} is missing or not its own")
+                continue
+            keys_of, volatile_of = cx_db_keys(base, ti), cx_db_volatile(base, ti)
+        for c in range(CX_NDB):
+            counts = db_counts.get((ti, c), (0, 0))
+            if keys_of[c] != counts[0] or volatile_of[c] != counts[1]:
+                problems.append(f"tenant {ti} db {c} counters keys/volatile {keys_of[c]}/{volatile_of[c]}, "
+                                f"recounted {counts[0]}/{counts[1]}")
     if len(in_lru) != len(live):
         problems.append(f"{len(live) - len(in_lru)} live entries are on no LRU list")
+    for off, owner in tables.items():
+        if not cx_dbtab_owned(base, off):
+            problems.append(f"counter table at {off} (of tenant {owner}) belongs to no existing tenant")
 
     for name, stored, counted in (("heap_used", sb.heap_used, heap_used), ("dataset", sb.dataset, dataset),
                                   ("entries", sb.entries, len(live)), ("reserved", sb.reserved, reserved),
                                   ("zombies", sb.zombies, zombies), ("pinned", sb.pinned, pinned)):
         if stored != counted:
             problems.append(f"counter {name} is {stored}, recounted {counted}")
-    for c in range(CX_NDB):
-        if sb.db_keys[c] != db_keys[c] or sb.db_volatile[c] != db_volatile[c]:
-            problems.append(f"db {c} counters keys/volatile {sb.db_keys[c]}/{sb.db_volatile[c]}, "
-                            f"recounted {db_keys[c]}/{db_volatile[c]}")
     if sorted(sb.db_map[c] for c in range(CX_NDB)) != list(range(CX_NDB)):
         problems.append("the logical -> physical db map is not a permutation")
     return problems

@@ -1,13 +1,16 @@
 """Connection commands: PING, ECHO, HELLO, QUIT, RESET, SELECT, CLIENT *."""
 import time
 
-from .. import errors
+from .. import acl, errors
 from ..errors import CommandError
 from .args import parse_int, upper
 
 PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
 BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
 NO_SUCH_CLIENT = "ERR No such client"
+HELLO_NOAUTH = ("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+                "the RESP protocol version at the same time")
 
 
 def cmd_ping(c, argv):
@@ -29,21 +32,22 @@ def cmd_hello(c, argv):
         protover = parse_int(argv[1], PROTOCOL_NOT_INTEGER)
         if protover < 2 or protover > 3:
             raise CommandError(errors.NOPROTO)
-    name = None
     i = 2
+    # Each option takes effect as it is read, as in Redis: a later bad option
+    # leaves an earlier AUTH or SETNAME done.
     while i < len(argv):
         option = upper(argv[i])
         more = len(argv) - i - 1
         if option == "AUTH" and more >= 2:
-            authenticate(c, argv[i + 1], argv[i + 2])
+            authenticate(c, argv[i + 1], argv[i + 2], argv[0])
             i += 3
         elif option == "SETNAME" and more >= 1:
-            name = check_client_name(argv[i + 1])
+            c.name = check_client_name(argv[i + 1])
             i += 2
         else:
             raise CommandError(f"ERR Syntax error in HELLO option '{errors._clip(argv[i], 128)}'")
-    if name is not None:
-        c.name = name
+    if not c.authenticated:
+        raise CommandError(HELLO_NOAUTH)
     c.set_protocol(protover)
     server = c.server
     c.reply.map(7)
@@ -63,10 +67,10 @@ def cmd_hello(c, argv):
     c.reply.array(0)
 
 
-def authenticate(c, username, password):
-    """Until ACL users exist there is only `default` with no password, as in a fresh Redis."""
-    if bytes(username) != b"default":
-        raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+def authenticate(c, username, password, command):
+    """AUTH and HELLO AUTH: become `username`, or fail with WRONGPASS (logged in ACL LOG)."""
+    if not c.server.acl.authenticate(c, username, password, command):
+        raise CommandError(acl.WRONGPASS)
 
 
 def cmd_quit(c, argv):
@@ -82,6 +86,7 @@ def cmd_reset(c, argv):
     c.reply_mode = "on"
     c.name = b""
     c.no_evict = False
+    c.server.acl.attach(c)
     c.reply.simple("RESET")
 
 
@@ -163,7 +168,8 @@ def client_info_line(cl):
             f"idle={int(now - cl.last_interaction)} flags={flags} db={cl.db} sub=0 psub=0 ssub=0 "
             f"multi={len(cl.multi) if cl.multi is not None else -1} qbuf={qbuf} qbuf-free=0 "
             f"argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll={len(cl.inflight_pins)} omem={omem} "
-            f"tot-mem={qbuf + obl + omem} events=r cmd={cl.last_command} user=default redir=-1 "
+            f"tot-mem={qbuf + obl + omem} events=r cmd={cl.last_command} "
+            f"user={cl.user.name.decode('utf-8', 'replace')} redir=-1 "
             f"resp={cl.protocol} lib-name={cl.lib_name.decode('utf-8', 'replace')} "
             f"lib-ver={cl.lib_ver.decode('utf-8', 'replace')}")
 
@@ -175,7 +181,7 @@ def cmd_client_kill(c, argv):
         victims = [cl for cl in server.clients.values() if cl.addr == addr]
         if not victims:
             raise CommandError(NO_SUCH_CLIENT)
-        kill(c, victims[:1])
+        kill(c, victims[:1], argv)
         c.reply.ok()
         return
     if len(argv) % 2 != 0:
@@ -199,7 +205,10 @@ def cmd_client_kill(c, argv):
                 raise CommandError(f"ERR Unknown client type '{value}'")
             filters.append(lambda cl, kind=kind: kind == "normal")
         elif option == "USER":
-            filters.append(lambda cl, value=value: value == "default")
+            user = server.acl.users.get(bytes(argv[i + 1]))
+            if user is None:
+                raise CommandError(f"ERR No such user '{errors._clip(argv[i + 1], 128)}'")
+            filters.append(lambda cl, user=user: cl.user is user)
         elif option == "SKIPME":
             if value.lower() not in ("yes", "no"):
                 raise CommandError(errors.SYNTAX)
@@ -212,11 +221,14 @@ def cmd_client_kill(c, argv):
             raise CommandError(errors.SYNTAX)
     victims = [cl for cl in c.server.clients.values()
                if all(f(cl) for f in filters) and not (skipme and cl is c)]
-    kill(c, victims)
+    kill(c, victims, argv)
     c.reply.integer(len(victims))
 
 
-def kill(c, victims):
+def kill(c, victims, argv):
+    c.server.audit.record(c, "client_kill", filters=[bytes(a).decode("utf-8", "backslashreplace")
+                                                     for a in argv[2:]],
+                          killed=[cl.id for cl in victims])
     for cl in victims:
         cl.killed = True
         if cl is c:

@@ -130,6 +130,23 @@ DOCS = {
         history=("6.2.0: `protover` made optional; when called without arguments the command "
                  "reports the current connection's context.",)),
     "select": doc(integer("index")),
+    "auth": doc(string("username", since="6.0.0", optional=True), string("password"),
+                history=("6.0.0: Added ACL style (username and password).",)),
+    "acl|cat": doc(string("categoryname", optional=True)),
+    "acl|deluser": doc(string("username", multiple=True)),
+    "acl|dryrun": doc(string("username"), string("command"),
+                      string("arg", optional=True, multiple=True)),
+    "acl|genpass": doc(integer("bits", optional=True)),
+    "acl|getuser": doc(
+        string("username"),
+        history=("6.2.0: Added Pub/Sub channel patterns.",
+                 "7.0.0: Added selectors and changed the format of key and channel patterns from "
+                 "a list to their rule representation.")),
+    "acl|log": doc(oneof("operation", integer("count"), token("RESET"), optional=True)),
+    "acl|setuser": doc(
+        string("username"), string("rule", optional=True, multiple=True),
+        history=("6.2.0: Added Pub/Sub channel patterns.",
+                 "7.0.0: Added selectors and key based permissions.")),
     "client|setname": doc(string("connection-name")),
     "client|list": doc(
         oneof("normal_master_replica_pubsub",

@@ -9,6 +9,7 @@ DEL and MEMORY USAGE do neither.
 from .. import errors
 from .._store import TYPE_HASH, TYPE_STRING, now_ms
 from ..errors import CommandError
+from ..tenants import own_keyspace
 from .args import INT64_MAX, parse_int, upper
 from .connection import reply_help
 from .hashes import decode as decode_hash
@@ -394,7 +395,8 @@ def cmd_memory_usage(c, argv):
             i += 2
         else:
             raise CommandError(errors.SYNTAX)
-    store, key = c.store, argv[2]
+    # The caller's own keys only: not those a tenant reads through from a shared namespace.
+    store, key = own_keyspace(c.store), argv[2]
     off = store.lookup(c.db, key, touch=False, stats=False)
     if not off:
         c.reply.null()

@@ -14,7 +14,7 @@ from .docs import DOCS, NO_DOCS
 
 def cmd_info(c, argv):
     sections = [bytes(a).decode("utf-8", "replace").lower() for a in argv[1:]]
-    c.reply.verbatim(metrics.info(c.server, sections))
+    c.reply.verbatim(metrics.info(c.server, sections, c))
 
 
 # --- CONFIG -------------------------------------------------------------
@@ -41,7 +41,7 @@ def cmd_config_set(c, argv):
 
 def cmd_config_resetstat(c, argv):
     c.server.stats.reset()
-    c.store.reset_stats()
+    c.server.store.reset_stats()
     c.reply.ok()
 
 
@@ -371,7 +371,7 @@ def cmd_debug(c, argv):
         time.sleep(max(seconds, 0.0))  # blocks the whole server on purpose, like Redis
         c.reply.ok()
     elif sub == "ARENA-CHECK" and len(argv) == 2:
-        problems = c.store.check()
+        problems = c.server.store.check()
         c.reply.array(len(problems))
         for p in problems:
             c.reply.bulk(p)

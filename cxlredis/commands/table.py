@@ -109,6 +109,13 @@ _CLIENT_SUB = "noscript loading stale"
 _SERVER = dict(group="server")
 _TX = dict(group="transactions")
 _HASH = dict(group="hash")
+_ACL = dict(group="server", family="acl")
+_ACL_ADMIN = "admin noscript loading stale"
+# cxlredis's own family: no Redis has it, so "since" is the cxlredis version that added it.
+# Management is flagged admin (@admin @dangerous): Redis's category list is fixed, and
+# ACL CAT must answer as Redis's does, so the family has no category of its own.
+_TENANT = dict(group="server", family="tenant", since="0.1.0")
+_TENANT_ADMIN = "admin noscript loading stale"
 
 SPECS = [
     # --- connection -------------------------------------------------------
@@ -157,6 +164,73 @@ SPECS = [
         summary="Instruct the server whether to reply to commands", since="3.2.0", complexity="O(1)"),
     cmd("client|help", 2, "loading stale", acl="connection", **_CONN,
         summary="Show helpful text about the different subcommands", since="5.0.0", complexity="O(1)"),
+
+    # --- authentication and ACLs (commands/acl.py) ------------------------
+    cmd("auth", -2, "noscript loading stale fast no_auth allow_busy", acl="connection", **_CONN,
+        family="acl", summary="Authenticate to the server", since="1.0.0",
+        complexity="O(N) where N is the number of passwords defined for the user"),
+    cmd("acl", -2, **_ACL, summary="A container for Access List Control commands ", since="6.0.0",
+        complexity="Depends on subcommand."),
+    cmd("acl|cat", -2, "noscript loading stale", **_ACL,
+        summary="List the ACL categories or the commands inside a category", since="6.0.0",
+        complexity="O(1) since the categories and commands are a fixed set."),
+    cmd("acl|deluser", -3, _ACL_ADMIN, **_ACL,
+        summary="Remove the specified ACL users and the associated rules", since="6.0.0",
+        complexity="O(1) amortized time considering the typical user."),
+    cmd("acl|dryrun", -4, _ACL_ADMIN, **_ACL,
+        summary="Returns whether the user can execute the given command without executing the "
+        "command.", since="7.0.0", complexity="O(1)."),
+    cmd("acl|genpass", -2, "noscript loading stale", **_ACL,
+        summary="Generate a pseudorandom secure password to use for ACL users", since="6.0.0",
+        complexity="O(1)"),
+    cmd("acl|getuser", 3, _ACL_ADMIN, **_ACL, summary="Get the rules for a specific ACL user",
+        since="6.0.0", complexity="O(N). Where N is the number of password, command and pattern "
+        "rules that the user has."),
+    cmd("acl|help", 2, "loading stale", **_ACL,
+        summary="Show helpful text about the different subcommands", since="6.0.0", complexity="O(1)"),
+    cmd("acl|list", 2, _ACL_ADMIN, **_ACL,
+        summary="List the current ACL rules in ACL config file format", since="6.0.0",
+        complexity="O(N). Where N is the number of configured users."),
+    cmd("acl|load", 2, _ACL_ADMIN, **_ACL, summary="Reload the ACLs from the configured ACL file",
+        since="6.0.0", complexity="O(N). Where N is the number of configured users."),
+    cmd("acl|log", -2, _ACL_ADMIN, **_ACL,
+        summary="List latest events denied because of ACLs in place", since="6.0.0",
+        complexity="O(N) with N being the number of entries shown."),
+    cmd("acl|save", 2, _ACL_ADMIN, **_ACL,
+        summary="Save the current ACL rules in the configured ACL file", since="6.0.0",
+        complexity="O(N). Where N is the number of configured users."),
+    cmd("acl|setuser", -3, _ACL_ADMIN, **_ACL,
+        summary="Modify or create the rules for a specific ACL user", since="6.0.0",
+        complexity="O(N). Where N is the number of rules provided."),
+    cmd("acl|users", 2, _ACL_ADMIN, **_ACL,
+        summary="List the username of all the configured ACL rules", since="6.0.0",
+        complexity="O(N). Where N is the number of configured users."),
+    cmd("acl|whoami", 2, "noscript loading stale", **_ACL,
+        summary="Return the name of the user associated to the current connection", since="6.0.0",
+        complexity="O(1)"),
+
+    # --- tenants (commands/tenant.py) -------------------------------------
+    cmd("tenant", -2, **_TENANT, summary="A container for tenant commands",
+        complexity="Depends on subcommand."),
+    cmd("tenant|create", -3, _TENANT_ADMIN, **_TENANT,
+        summary="Create a tenant: a key namespace with a quota, a policy, users and shared grants",
+        complexity="O(N) where N is the number of connected clients"),
+    cmd("tenant|delete", 3, _TENANT_ADMIN, **_TENANT,
+        summary="Delete a tenant and all its keys, closing its users' connections",
+        complexity="O(N) where N is the number of keys in the arena"),
+    cmd("tenant|info", 3, _TENANT_ADMIN, **_TENANT,
+        summary="Show the settings and meters of a tenant", complexity="O(1)"),
+    cmd("tenant|list", 2, _TENANT_ADMIN, **_TENANT, summary="List the tenants",
+        complexity="O(N) where N is the number of tenants"),
+    cmd("tenant|set", -4, _TENANT_ADMIN, **_TENANT,
+        summary="Change the quota, policy, users or shared grants of a tenant",
+        complexity="O(N) where N is the number of connected clients"),
+    cmd("tenant|resetstat", 3, _TENANT_ADMIN, **_TENANT, summary="Reset the meters of a tenant",
+        complexity="O(1)"),
+    cmd("tenant|whoami", 2, "noscript loading stale fast", acl="connection", **_TENANT,
+        summary="Return the tenant of the current connection", complexity="O(1)"),
+    cmd("tenant|help", 2, "loading stale", **_TENANT,
+        summary="Show helpful text about the different subcommands", complexity="O(1)"),
 
     # --- server -----------------------------------------------------------
     cmd("info", -1, "loading stale", acl="dangerous", **_SERVER,

@@ -32,7 +32,7 @@ def cmd_exec(c, argv):
         c.reply.array(len(queued))
         for argv_queued in queued:
             spec, _ = dispatch.lookup(argv_queued)
-            dispatch.call(c, spec, argv_queued)
+            dispatch.call_queued(c, spec, argv_queued)
     finally:
         c.multi = None
         c.multi_dirty = False

@@ -117,3 +117,30 @@ def test_ttl_expiry_lazy_and_active(cxl_factory):
         time.sleep(0.05)
     assert c.dbsize() == 0
     assert c.info("stats")["expired_keys"] >= 201
+
+
+def test_lowering_maxmemory_evicts_before_the_next_command(cxl_factory):
+    """Redis's performEvictions: any command, even a read, first brings memory back under the limit."""
+    srv = cxl_factory(**{"maxmemory-policy": "volatile-lru"})
+    c = srv.client()
+    c.set("a", b"a" * (1 << 20), ex=3600)
+    c.set("b", b"b" * (1 << 20))
+    c.config_set("maxmemory", str(c.info("memory")["used_memory"] - (1536 << 10)))
+    assert c.exists("a") == 0                 # evicted before EXISTS ran
+    assert c.info("stats")["evicted_keys"] == 1
+    with pytest.raises(redis.exceptions.OutOfMemoryError):
+        c.set("x", "y")                       # only a persistent key is left: OOM, nothing evicted
+    assert c.get("b") == b"b" * (1 << 20)     # reads still work
+    assert c.info("memory")["maxmemory"] > 0
+
+
+def test_maxmemory_bounds_used_memory_as_info_reports_it(cxl_factory):
+    srv = cxl_factory(**{"maxmemory-policy": "allkeys-lru"})
+    c = srv.client()
+    c.set("a", b"a" * (1 << 20))
+    c.set("b", b"b" * (1 << 20))
+    limit = c.info("memory")["used_memory"] + (256 << 10)
+    c.config_set("maxmemory", str(limit))
+    c.set("c", b"c" * (768 << 10))
+    assert c.info("memory")["used_memory"] <= limit
+    assert c.info("stats")["evicted_keys"] == 1

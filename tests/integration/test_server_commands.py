@@ -70,7 +70,8 @@ def test_info_sections(cxl):
     assert everything["cmdstat_set"]["calls"] >= 1
     assert c.info("replication")["role"] == "master"
     mem = c.info("memory")
-    assert mem["used_memory"] > 0 and mem["maxmemory"] > 0
+    assert mem["used_memory"] > 0 and mem["maxmemory"] == 0  # as configured: no cap given
+    assert c.info("arena")["arena_maxmemory"] > 0          # the effective limit
     assert c.info("keyspace")["db0"]["keys"] >= 1
     arena = c.info("arena")
     assert arena["arena_size"] > 0 and "arena_fragmentation" in arena
@@ -161,3 +162,19 @@ def test_time_and_lastsave(cxl):
     seconds, micros = c.time()
     assert seconds > 1_700_000_000 and 0 <= micros < 1_000_000
     assert re.match(rb"^:\d+\r\n$", raw_connection(cxl.port).request("LASTSAVE"))
+
+
+def test_config_set_bind_and_port_rebind_listeners(cxl_factory):
+    srv = cxl_factory()
+    c = srv.client()
+    c.config_set("bind", "127.0.0.1 127.0.0.2")  # overlaps the address already bound
+    assert redis.Redis(host="127.0.0.2", port=srv.port).ping()
+    assert redis.Redis(port=srv.port).ping()
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    taken = blocker.getsockname()[1]
+    with pytest.raises(redis.ResponseError, match="Unable to listen on this port"):
+        redis.Redis(port=srv.port).config_set("port", str(taken))
+    blocker.close()
+    assert redis.Redis(port=srv.port).ping()  # the old listeners are back
