@@ -42,6 +42,8 @@ files in sub-directories: pytest would then shadow this module's name):
     connection (after ``HELLO 3`` when protocol is 3) and assert each exact reply;
     expected is bytes or ``{2: bytes, 3: bytes}``.
 
+``invalid_expire(command) -> bytes``  Redis's reply for a bad SET/GETEX/EXPIRE time.
+
 ``encode_command(*args) -> bytes``  a RESP multibulk request (str, bytes or int arguments).
 ``reply_end(buf, pos=0) -> int | None``  index just past the complete reply at ``pos``
     (None while incomplete).
@@ -63,6 +65,8 @@ Fixtures:
                    local`` so DEBUG SLEEP answers as on cxlredis).
 ``r2`` / ``r3``    redis-py clients (hiredis parser) on ``cxl``, protocol 2 / 3,
                    ``decode_responses=False``.
+``target``         parametrised over cxlredis and the real redis-server (each
+                   FLUSHALLed first): expectations that both must meet.
 ``flushed``        FLUSHALLs ``redis_oracle`` and ``cxl`` before the test and
                    yields ``(redis_oracle, cxl)``; differential modules use it
                    with ``pytestmark = pytest.mark.usefixtures("flushed")``.
@@ -331,6 +335,19 @@ def run_steps(server, protocol, steps):
                 expected = expected[protocol]
             reply = conn.request(*args)
             assert reply == expected, f"{server.kind} RESP{protocol} {args!r}: {reply!r}"
+
+
+def invalid_expire(command):
+    return b"-ERR invalid expire time in '%s' command\r\n" % command.encode()
+
+
+@pytest.fixture(params=["cxlredis", "redis-server"])
+def target(request, cxl, redis_oracle):
+    """Each expectation runs against cxlredis and the real redis-server."""
+    server = cxl if request.param == "cxlredis" else redis_oracle
+    with raw_connection(server.port) as conn:
+        assert conn.request("FLUSHALL") == b"+OK\r\n"
+    return server
 
 
 class ServerStartError(RuntimeError):

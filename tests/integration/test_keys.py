@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import TARGET, raw_connection, run_steps
+from conftest import TARGET, invalid_expire, raw_connection, run_steps
 
 NULL = {2: b"$-1\r\n", 3: b"_\r\n"}
 OK = b"+OK\r\n"
@@ -23,19 +23,6 @@ GT_AND_LT = b"-ERR GT and LT options at the same time are not compatible\r\n"
 LFU_NOT_SELECTED = (b"-ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
                     b"Please note that when switching between policies at runtime LRU and LFU data "
                     b"will take some time to adjust.\r\n")
-
-
-def invalid_expire(command):
-    return b"-ERR invalid expire time in '%s' command\r\n" % command.encode()
-
-
-@pytest.fixture(params=["cxlredis", "redis-server"])
-def target(request, cxl, redis_oracle):
-    """Each expectation runs against cxlredis and the real redis-server."""
-    server = cxl if request.param == "cxlredis" else redis_oracle
-    with raw_connection(server.port) as conn:
-        assert conn.request("FLUSHALL") == OK
-    return server
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import time
 import pytest
 import redis
 
-from conftest import TARGET, encode_command, parse_reply, raw_connection, run_steps, server_under_test
+from conftest import TARGET, encode_command, invalid_expire, parse_reply, raw_connection, run_steps, server_under_test
 
 MiB = 1 << 20
 NULL = {2: b"$-1\r\n", 3: b"_\r\n"}
@@ -25,19 +25,6 @@ NOT_INTEGER = b"-ERR value is not an integer or out of range\r\n"
 NOT_FLOAT = b"-ERR value is not a valid float\r\n"
 SYNTAX = b"-ERR syntax error\r\n"
 OK = b"+OK\r\n"
-
-
-def invalid_expire(command):
-    return b"-ERR invalid expire time in '%s' command\r\n" % command.encode()
-
-
-@pytest.fixture(params=["cxlredis", "redis-server"])
-def target(request, cxl, redis_oracle):
-    """Each expectation runs against cxlredis and the real redis-server."""
-    server = cxl if request.param == "cxlredis" else redis_oracle
-    with raw_connection(server.port) as conn:
-        assert conn.request("FLUSHALL") == OK
-    return server
 
 
 # --- errors and option combinations ----------------------------------------

@@ -1,10 +1,8 @@
 """Unit tests for the arena (cxlredis._store): API, semantics, recovery, allocator bounds."""
-import mmap
 import os
 import random
 import shutil
 import socket
-import struct
 import subprocess
 import time
 
@@ -22,6 +20,8 @@ from cxlredis._store import (
     glob_match,
     now_ms,
 )
+
+from arena_files import crash_copy, peek, poke
 
 MiB = 1 << 20
 # superblock field offsets (layout version 1)
@@ -41,29 +41,6 @@ def arena(path):
     a = Arena(path, 8 * MiB)
     yield a
     a.close()
-
-
-def poke(path, offset, fmt, value):
-    """Write into an arena file (or a live arena: the mapping is shared)."""
-    with open(path, "r+b") as f:
-        m = mmap.mmap(f.fileno(), 0)
-        try:
-            struct.pack_into(fmt, m, offset, value)
-        finally:
-            m.close()
-
-
-def peek(path, offset, fmt):
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
-
-
-def crash_copy(path, tmp_path, name="crashed.arena"):
-    """What a kill -9 leaves behind: the bytes of an arena that is still attached."""
-    dst = str(tmp_path / name)
-    shutil.copyfile(path, dst)
-    return dst
 
 
 # ---------------------------------------------------------------- basics

@@ -1,10 +1,8 @@
 """Unit tests for the arena's tenants (cxlredis._store): namespaces, quotas, the
 eviction rule under quota and arena-wide pressure, metering, restart and drop."""
-import mmap
 import os
 import random
 import shutil
-import struct
 import tempfile
 
 import pytest
@@ -23,6 +21,8 @@ from cxlredis._store import (
     TenantError,
     now_ms,
 )
+
+from arena_files import crash_copy, peek, poke
 
 MiB = 1 << 20
 VALUE = 10_000            # the value size of fill(); every such entry takes one block of `blk` bytes
@@ -52,28 +52,6 @@ def arena(path):
     a = Arena(path, 8 * MiB, databases=4)
     yield a
     a.close()
-
-
-def poke(path, offset, fmt, value):
-    with open(path, "r+b") as f:
-        m = mmap.mmap(f.fileno(), 0)
-        try:
-            struct.pack_into(fmt, m, offset, value)
-        finally:
-            m.close()
-
-
-def peek(path, offset, fmt):
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
-
-
-def crash_copy(path, tmp_path):
-    """What a kill -9 leaves behind: the bytes of an arena that is still attached."""
-    dst = str(tmp_path / "crashed.arena")
-    shutil.copyfile(path, dst)
-    return dst
 
 
 def tenant(a, name, **kw):
