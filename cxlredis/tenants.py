@@ -1,0 +1,758 @@
+"""Tenants: key namespaces with a quota, an eviction policy, users and shared grants.
+
+The arena keeps what has to live as long as the data (ext/_store.pyx, Arena):
+each tenant's name, quota, policy, counters and entries. This module keeps
+the rest and binds every connection to the keyspace of its user's tenant.
+
+What a connection's `c.store` is:
+
+- the Arena itself (the default namespace) for a user that belongs to no
+  tenant: an administrator, who sees the default namespace and manages the
+  tenants with the TENANT commands;
+- the tenant's Namespace when the tenant has no shared grants, so its
+  commands cost nothing more than an administrator's;
+- a TenantKeyspace over that Namespace when it has some (below).
+
+Shared namespaces. A shared namespace is an ordinary tenant (say `common`)
+whose own users publish into it. Another tenant may be granted:
+
+- SHARED-READ common: a read that misses in the tenant's own namespace falls
+  through to `common` (then to its next read grant, in the order given);
+- SHARED-WRITE common: keys written as `common:<key>` address `<key>` in
+  `common` directly, for reads and writes alike.
+
+Every other write lands in the tenant's own namespace, where a key of the
+same name shadows the shared one (SET, INCR, APPEND, HSET...; APPEND and
+SETRANGE first copy the shared value up). Deleting a key or changing its TTL
+or name acts on the entry the tenant sees; for one seen through fall-through
+that needs a write grant to its namespace (RENAME never moves a key between
+namespaces). KEYS, SCAN, DBSIZE, RANDOMKEY, FLUSHDB, FLUSHALL, INFO keyspace
+and MEMORY USAGE see the tenant's own namespace only. A read served by a
+shared namespace counts as a miss of the tenant and a hit of that namespace.
+
+Where definitions live. Users and grants (with a copy of each quota and
+policy) are kept in `tenants-file` (JSON, replaced atomically after every
+change). At startup the file's tenants are taken first, the config file's
+`tenant` lines then reset the tenants they declare to what they say, and the
+arena is brought in line: missing tenants are created, quotas and policies
+set. A tenant found in the arena that neither defines keeps its data, quota
+and policy, with no users; one whose `tenant` line disappeared is kept as the
+file has it. Both cases are logged: data is only dropped by TENANT DELETE.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+from ._store import DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, Keyspace, OutOfMemory, TenantError
+from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
+from .errors import CommandError
+
+log = logging.getLogger("cxlredis")
+
+INHERIT = "inherit"                 # POLICY inherit: follow the server's maxmemory-policy
+FILE_VERSION = 1
+LIST_SETTINGS = ("users", "shared-read", "shared-write")
+SETTINGS = ("quota", "policy") + LIST_SETTINGS
+
+
+def as_text(data) -> str:
+    return data if isinstance(data, str) else bytes(data).decode("utf-8", "surrogateescape")
+
+
+def as_bytes(data) -> bytes:
+    return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
+
+
+# ---------------------------------------------------------------- settings
+
+def check_name(name) -> str:
+    """A valid tenant name as str; raises ValueError."""
+    raw = as_bytes(name)
+    if not 1 <= len(raw) <= TENANT_NAME_MAX or any(b < 0x21 or b > 0x7e for b in raw):
+        raise ValueError(f"invalid tenant name '{as_text(name)}': 1 to {TENANT_NAME_MAX} visible "
+                         f"ASCII characters")
+    return raw.decode("ascii")
+
+
+def parse_settings(args) -> dict:
+    """The settings given in `QUOTA q POLICY p USERS u.. SHARED-READ t.. SHARED-WRITE t..`
+    (keywords in any case and order, each once; a list ends at the next keyword):
+    {"quota": int, "policy": name or None, "users": [bytes], "shared-read": [str], ...}.
+    Raises ValueError with the reason."""
+    settings = {}
+    i = 0
+    while i < len(args):
+        word = as_text(args[i]).lower()
+        if word not in SETTINGS:
+            raise ValueError(f"unknown tenant setting '{as_text(args[i])}' (expected QUOTA, POLICY, "
+                             f"USERS, SHARED-READ or SHARED-WRITE)")
+        if word in settings:
+            raise ValueError(f"{word.upper()} given twice")
+        i += 1
+        if word in LIST_SETTINGS:
+            values = []
+            while i < len(args) and as_text(args[i]).lower() not in SETTINGS:
+                values.append(args[i])
+                i += 1
+            if word == "users":
+                settings[word] = list(dict.fromkeys(as_bytes(v) for v in values))
+            else:
+                settings[word] = list(dict.fromkeys(check_name(v) for v in values))
+            continue
+        if i == len(args):
+            raise ValueError(f"{word.upper()} needs a value")
+        value = as_text(args[i])
+        i += 1
+        if word == "quota":
+            try:
+                settings[word] = parse_memory(value)
+            except InvalidValue:
+                raise ValueError(f"invalid QUOTA '{value}': a number of bytes, optionally with a "
+                                 f"unit (kb, mb, gb); 0 means no quota") from None
+        else:
+            policy = value.lower()
+            if policy not in POLICY_NAMES and policy != INHERIT:
+                raise ValueError(f"invalid POLICY '{value}': one of {', '.join(POLICY_NAMES)}, "
+                                 f"or {INHERIT} (the server's maxmemory-policy)")
+            settings[word] = None if policy == INHERIT else policy
+    return settings
+
+
+def parse_directive(args) -> tuple[str, dict]:
+    """A `tenant <name> <settings>` config line's arguments: (name, settings)."""
+    if not args:
+        raise ValueError("a tenant line needs a tenant name")
+    name = check_name(args[0])
+    if name == DEFAULT_TENANT:
+        raise ValueError("the default tenant cannot be declared: it is the administrators' "
+                         "namespace, bounded by maxmemory")
+    return name, parse_settings(args[1:])
+
+
+@dataclass
+class Tenant:
+    """What the arena does not keep about a tenant."""
+
+    name: str
+    users: list = field(default_factory=list)          # user names (bytes), in order given
+    shared_read: list = field(default_factory=list)    # tenant names, in fall-through order
+    shared_write: list = field(default_factory=list)
+    declared: bool = False                             # by a `tenant` line of the config file
+
+    def apply(self, settings):
+        self.users = list(settings.get("users", self.users))
+        self.shared_read = list(settings.get("shared-read", self.shared_read))
+        self.shared_write = list(settings.get("shared-write", self.shared_write))
+
+    def copy(self):
+        return Tenant(self.name, list(self.users), list(self.shared_read), list(self.shared_write),
+                      self.declared)
+
+
+# ---------------------------------------------------------------- a tenant's keyspace with grants
+
+def own_keyspace(store):
+    """The caller's own namespace: `store` itself, or the one a TenantKeyspace wraps."""
+    return store.own if type(store) is TenantKeyspace else store
+
+
+def _by_offset(name):
+    """A Keyspace offset method run on whichever granted namespace holds the entry."""
+    method = getattr(Keyspace, name)
+
+    def on_holder(self, off, *args):
+        try:
+            return method(self.own, off, *args)
+        except ValueError:
+            return method(self.holder(off), off, *args)
+
+    on_holder.__name__ = name
+    on_holder.__doc__ = f"Keyspace.{name}, for an entry of the tenant or of a namespace it may read."
+    return on_holder
+
+
+def _own(name):
+    """A Keyspace method that only ever concerns the tenant's own namespace."""
+    method = getattr(Keyspace, name)
+
+    def on_own(self, *args):
+        return method(self.own, *args)
+
+    on_own.__name__ = name
+    on_own.__doc__ = f"Keyspace.{name}, on the tenant's own namespace."
+    return on_own
+
+
+class TenantKeyspace:
+    """A tenant's keyspace when it has shared grants: the Keyspace methods over its own
+    Namespace, with reads falling through to the namespaces it may read and `ns:` keys
+    routed to the namespaces it may write (the rules are in the module docstring)."""
+
+    __slots__ = ("own", "readable", "routes", "holders", "writable")
+
+    def __init__(self, own, readable, writable):
+        """own: the tenant's Namespace; readable: Namespaces in fall-through order;
+        writable: (name, Namespace) pairs. One Namespace object per tenant, shared by
+        both lists, so `is` tells namespaces apart."""
+        self.own = own
+        self.readable = tuple(readable)
+        self.routes = tuple((name.encode("ascii") + b":", ns) for name, ns in writable)
+        self.writable = frozenset(ns.tenant for _, ns in writable)
+        self.holders = tuple({ns.tenant: ns for ns in (*self.readable, *(n for _, n in writable))}.values())
+
+    def __repr__(self):
+        return f"<TenantKeyspace of tenant {self.own.tenant}>"
+
+    # -- routing
+
+    def route(self, key):
+        """(namespace, key in it): `ns:rest` goes to ns when the tenant may write it."""
+        for prefix, ns in self.routes:
+            if key[:len(prefix)] == prefix:
+                return ns, key[len(prefix):]
+        return self.own, key
+
+    def fall_through(self, db, key, touch=True, stats=True):
+        """(namespace, offset) of the first readable namespace holding key, or (None, 0)."""
+        for ns in self.readable:
+            off = ns.lookup(db, key, touch, stats)
+            if off:
+                return ns, off
+        return None, 0
+
+    def holder(self, off):
+        """The granted namespace whose entry is at off; ValueError if none."""
+        for ns in self.holders:
+            try:
+                ns.generation(off)
+            except ValueError:
+                continue
+            return ns
+        raise ValueError(f"offset {off} is not an entry tenant {self.own.tenant} may read")
+
+    def read_only(self, ns):
+        return CommandError(f"ERR the key is in shared namespace '{ns.name}', read-only for "
+                            f"tenant '{self.own.name}'")
+
+    # -- what the tenant is
+
+    @property
+    def tenant(self):
+        return self.own.tenant
+
+    @property
+    def name(self):
+        return self.own.name
+
+    @property
+    def arena(self):
+        return self.own.arena
+
+    @property
+    def databases(self):
+        return self.own.databases
+
+    @property
+    def policy(self):
+        return self.own.policy
+
+    @property
+    def quota(self):
+        return self.own.quota
+
+    # -- reads
+
+    def lookup(self, db, key, touch=True, stats=True):
+        ns, key = self.route(key)
+        off = ns.lookup(db, key, touch, stats)
+        if off or ns is not self.own:
+            return off
+        return self.fall_through(db, key, touch, stats)[1]
+
+    def key_generation(self, db, key):
+        ns, key = self.route(key)
+        generation = ns.key_generation(db, key)
+        if generation or ns is not self.own:
+            return generation
+        for shared in self.readable:
+            generation = shared.key_generation(db, key)
+            if generation:
+                return generation
+        return 0
+
+    value_len = _by_offset("value_len")
+    view = _by_offset("view")
+    value_bytes = _by_offset("value_bytes")
+    entry_type = _by_offset("entry_type")
+    expire_at = _by_offset("expire_at")
+    idle_ms = _by_offset("idle_ms")
+    generation = _by_offset("generation")
+    block_size = _by_offset("block_size")
+    lfu_counter = _by_offset("lfu_counter")
+    pin = _by_offset("pin")
+    unpin = _by_offset("unpin")
+
+    # -- writes
+
+    def set(self, db, key, value, expire_at=-1, type=0, keep_ttl=False):
+        ns, key = self.route(key)
+        return ns.set(db, key, value, expire_at, type, keep_ttl)
+
+    reserve = _own("reserve")
+    slot = _own("slot")
+    release = _own("release")
+
+    def commit(self, off, db, key, expire_at=-1, type=0, keep_ttl=False):
+        """A value received into the tenant's reservation; one for a shared namespace is
+        copied there (a reservation is on its maker's bill and cannot change hands)."""
+        ns, key = self.route(key)
+        if ns is self.own:
+            return self.own.commit(off, db, key, expire_at, type, keep_ttl)
+        try:
+            return ns.set(db, key, self.own.slot(off), expire_at, type, keep_ttl)
+        finally:
+            self.own.release(off)
+
+    def _copy_up(self, db, key):
+        """Give the tenant its own copy of a key it sees through fall-through."""
+        if self.own.lookup(db, key, False, False):
+            return
+        ns, off = self.fall_through(db, key, True, False)
+        if off:
+            self._copy_entry(ns, off, self.own, db, key)
+
+    @staticmethod
+    def _copy_entry(src, off, dst, db, key):
+        src.pin(off)     # the write may need room: never by evicting what it copies
+        try:
+            dst.set(db, key, src.view(off), src.expire_at(off), src.entry_type(off))
+        finally:
+            src.unpin(off)
+
+    def append(self, db, key, data):
+        ns, key = self.route(key)
+        if ns is self.own:
+            self._copy_up(db, key)
+        return ns.append(db, key, data)
+
+    def setrange(self, db, key, offset, data):
+        ns, key = self.route(key)
+        if ns is self.own:
+            self._copy_up(db, key)
+        return ns.setrange(db, key, offset, data)
+
+    def set_expire(self, off, at_ms):
+        try:
+            return self.own.set_expire(off, at_ms)
+        except ValueError:
+            ns = self.holder(off)
+        if ns.tenant not in self.writable:
+            raise self.read_only(ns)
+        return ns.set_expire(off, at_ms)
+
+    def delete(self, db, key):
+        ns, key = self.route(key)
+        if ns is not self.own:
+            return ns.delete(db, key)
+        if self.own.delete(db, key):
+            return True
+        shared, off = self.fall_through(db, key, False, False)
+        if not off:
+            return False
+        if shared.tenant not in self.writable:
+            raise self.read_only(shared)
+        return shared.delete(db, key)
+
+    def copy(self, db, key, dstdb, dstkey, replace=False):
+        src, key = self.route(key)
+        dst, dstkey = self.route(dstkey)
+        off = src.lookup(db, key, True, False)
+        if not off and src is self.own:
+            src, off = self.fall_through(db, key, True, False)
+        if not off:
+            return False
+        if src is dst:
+            return dst.copy(db, key, dstdb, dstkey, replace)
+        if not replace and dst.lookup(dstdb, dstkey, False, False):
+            return False
+        self._copy_entry(src, off, dst, dstdb, dstkey)
+        return True
+
+    def rename(self, db, key, dstdb, dstkey):
+        src, key = self.route(key)
+        dst, dstkey = self.route(dstkey)
+        if src is self.own and not src.lookup(db, key, False, False):
+            shared, off = self.fall_through(db, key, False, False)
+            if not off:
+                return False
+            if shared.tenant not in self.writable:
+                raise self.read_only(shared)
+            src = shared
+        if src is not dst:
+            raise CommandError("ERR a key cannot be renamed into another namespace (write both "
+                               "names with the same shared prefix, or neither)")
+        return src.rename(db, key, dstdb, dstkey)
+
+    # -- the tenant's own keyspace only
+
+    dbsize = _own("dbsize")
+    db_expires = _own("db_expires")
+    flushdb = _own("flushdb")
+    flushall = _own("flushall")
+    scan = _own("scan")
+    keys = _own("keys")
+    random_key = _own("random_key")
+    add_command = _own("add_command")
+    add_bytes_in = _own("add_bytes_in")
+    add_bytes_out = _own("add_bytes_out")
+
+    def swapdb(self, a, b):
+        return self.own.swapdb(a, b)
+
+    def stats(self):
+        return self.own.stats()
+
+
+# ---------------------------------------------------------------- the registry
+
+class StartupError(Exception):
+    """The tenant definitions cannot be applied; str(self) says why."""
+
+
+class Tenants:
+    """The server's tenants: membership, grants, persistence and connection binding."""
+
+    def __init__(self, server):
+        self.server = server
+        self.arena = server.store
+        config = server.config
+        self.path = os.path.join(config["dir"], config["tenants-file"]) if config["tenants-file"] else None
+        self.tenants = {}       # name → Tenant, in creation order
+        self.member_of = {}     # user name (bytes) → tenant name
+        self.stores = {}        # tenant name → the keyspace its connections use
+        try:
+            self._start(config.tenants)
+        except StartupError as e:
+            log.warning("Aborting startup because of the tenant definitions: %s", e)
+            self.arena.close(clean=True)     # nothing was served: the next start trusts it
+            raise SystemExit(1) from None
+        config.tenant_lines = self.config_lines
+
+    # -- startup
+
+    def _start(self, directives):
+        records = self._read_file()
+        declared = {}
+        for args in directives:
+            name, settings = parse_directive(args)      # validated when the config was read
+            declared[name] = settings
+        for name, record in records.items():
+            if record["tenant"].declared and name not in declared:
+                log.warning("Tenant '%s' is no longer declared by a tenant line: it is kept as the "
+                            "tenants file has it (TENANT DELETE %s drops it and its data)", name, name)
+                record["tenant"].declared = False
+        for name, settings in declared.items():
+            tenant = Tenant(name, declared=True)
+            tenant.apply(settings)
+            records[name] = {"tenant": tenant, "quota": settings.get("quota", 0),
+                             "policy": settings.get("policy")}
+        tenants = {name: record["tenant"] for name, record in records.items()}
+        try:
+            self._check(tenants)
+        except ValueError as e:
+            raise StartupError(str(e)) from None
+        for name, record in records.items():
+            tenant_id = self.arena.tenant_id(name)
+            try:
+                if tenant_id is None:
+                    self.arena.create_tenant(name, record["quota"], record["policy"])
+                else:
+                    self.arena.set_tenant_quota(tenant_id, record["quota"])
+                    self.arena.set_tenant_policy(tenant_id, record["policy"])
+            except (TenantError, OutOfMemory, ValueError) as e:
+                raise StartupError(f"tenant '{name}': {e}") from None
+        for stats in self.arena.tenants():
+            if stats["id"] and stats["name"] not in tenants:
+                log.warning("Tenant '%s' is in the arena but in neither the config nor the tenants "
+                            "file: it keeps its %d keys, quota and policy, with no users (TENANT "
+                            "DELETE %s drops it)", stats["name"], stats["keys"], stats["name"])
+                tenants[stats["name"]] = Tenant(stats["name"])
+        self._install(tenants)
+        if self.tenants:
+            try:
+                self._save(self.tenants)
+            except OSError as e:
+                raise StartupError(f"cannot write the tenants file {self.path}: {e.strerror}") from None
+
+    def _read_file(self):
+        """{name: {"tenant": Tenant, "quota": int, "policy": name or None}} from tenants-file."""
+        if self.path is None:
+            return {}
+        try:
+            with open(self.path, "rb") as file:
+                content = json.loads(file.read())
+        except FileNotFoundError:
+            return {}
+        except OSError as e:
+            raise StartupError(f"cannot read the tenants file {self.path}: {e.strerror}") from None
+        except ValueError as e:
+            raise StartupError(f"the tenants file {self.path} is not valid JSON: {e}") from None
+        try:
+            if content["version"] != FILE_VERSION:
+                raise StartupError(f"the tenants file {self.path} has version {content['version']}, "
+                                   f"this server reads version {FILE_VERSION}")
+            records = {}
+            for entry in content["tenants"]:
+                name = check_name(entry["name"])
+                policy = entry["policy"]
+                if policy is not None and policy not in POLICY_NAMES:
+                    raise ValueError(f"unknown policy {policy!r}")
+                tenant = Tenant(name, [as_bytes(u) for u in entry["users"]],
+                                [check_name(t) for t in entry["shared_read"]],
+                                [check_name(t) for t in entry["shared_write"]], bool(entry["declared"]))
+                records[name] = {"tenant": tenant, "quota": int(entry["quota"]), "policy": policy}
+        except (KeyError, TypeError, ValueError) as e:
+            raise StartupError(f"the tenants file {self.path} is malformed: {e!r}") from None
+        return records
+
+    # -- state
+
+    @staticmethod
+    def _check(tenants, changed=None):
+        """Raise ValueError if a user is in two tenants or a grant names no tenant (or itself).
+        The `changed` tenant is checked last, so an error names the tenant a user was in."""
+        owner = {}
+        ordered = sorted(tenants.values(), key=lambda tenant: tenant.name == changed)
+        for tenant in ordered:
+            for user in tenant.users:
+                if owner.setdefault(user, tenant.name) != tenant.name:
+                    raise ValueError(f"user '{as_text(user)}' already belongs to tenant '{owner[user]}'")
+            for granted in tenant.shared_read + tenant.shared_write:
+                if granted == tenant.name:
+                    raise ValueError(f"tenant '{tenant.name}' cannot be granted its own namespace")
+                if granted == DEFAULT_TENANT:
+                    raise ValueError("the default namespace cannot be shared")
+                if granted not in tenants:
+                    raise ValueError(f"tenant '{tenant.name}' is granted '{granted}', which is no tenant")
+
+    def _install(self, tenants):
+        """Make `tenants` the registry: membership, and the keyspace each tenant's
+        connections use (namespaces bound anew, so none refers to a dropped tenant)."""
+        self.tenants = tenants
+        self.member_of = {user: t.name for t in tenants.values() for user in t.users}
+        namespaces = {name: self.arena.namespace(self.arena.tenant_id(name)) for name in tenants}
+        stores = {}
+        for name, tenant in tenants.items():
+            if tenant.shared_read or tenant.shared_write:
+                stores[name] = TenantKeyspace(namespaces[name],
+                                              [namespaces[t] for t in tenant.shared_read],
+                                              [(t, namespaces[t]) for t in tenant.shared_write])
+            else:
+                stores[name] = namespaces[name]
+        self.stores = stores
+
+    def _save(self, tenants):
+        """Replace tenants-file with `tenants` (atomically: a crash leaves the old or the new)."""
+        if self.path is None:
+            return
+        entries = []
+        for tenant in tenants.values():
+            tenant_id = self.arena.tenant_id(tenant.name)
+            stats = self.arena.tenant_stats(tenant_id) if tenant_id is not None else None
+            entries.append({
+                "name": tenant.name,
+                "quota": stats["quota"] if stats else 0,
+                "policy": None if stats is None or stats["policy_inherited"] else stats["policy"],
+                "users": [as_text(u) for u in tenant.users],
+                "shared_read": tenant.shared_read,
+                "shared_write": tenant.shared_write,
+                "declared": tenant.declared,
+            })
+        content = json.dumps({"version": FILE_VERSION, "tenants": entries}, indent=1) + "\n"
+        directory = os.path.dirname(os.path.abspath(self.path))
+        handle, temporary = tempfile.mkstemp(prefix=".tenants-", dir=directory)
+        try:
+            with os.fdopen(handle, "w") as file:
+                file.write(content)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, self.path)
+        except OSError:
+            os.unlink(temporary)
+            raise
+
+    def _persist(self, tenants):
+        try:
+            self._save(tenants)
+        except OSError as e:
+            raise CommandError(f"ERR cannot write the tenants file {self.path}: {e.strerror}") from None
+
+    def _activate(self, tenants):
+        """Install a changed registry and move every connection to its keyspace."""
+        self._install(tenants)
+        for c in self.server.clients.values():
+            self.bind(c)
+
+    # -- connections
+
+    def bind(self, c):
+        """Give c the keyspace of its user's tenant (the default namespace if none)."""
+        name = self.member_of.get(c.user.name)
+        c.tenant = name
+        c.store = self.arena if name is None else self.stores[name]
+
+    # -- management (the TENANT commands)
+
+    def tenant_id(self, name):
+        """The arena id of an existing tenant (the default one included); CommandError if none."""
+        tenant_id = self.arena.tenant_id(name)
+        if tenant_id is None:
+            raise CommandError(f"ERR no such tenant '{name}'")
+        return tenant_id
+
+    def create(self, name, settings):
+        if name == DEFAULT_TENANT or name in self.tenants:
+            raise CommandError(f"ERR tenant '{name}' already exists")
+        tenant = Tenant(name)
+        tenant.apply(settings)
+        tenants = {**self.tenants, name: tenant}
+        self._checked(tenants, name)
+        try:
+            tenant_id = self.arena.create_tenant(name, settings.get("quota", 0), settings.get("policy"))
+        except TenantError as e:
+            raise CommandError(f"ERR {e}") from None
+        try:
+            self._persist(tenants)
+        except CommandError:
+            self.arena.drop_tenant(tenant_id)
+            raise
+        self._activate(tenants)
+
+    def update(self, name, settings):
+        if name == DEFAULT_TENANT:
+            raise CommandError("ERR the default tenant cannot be changed: it is the administrators' "
+                               "namespace, bounded by maxmemory")
+        tenant_id = self.tenant_id(name)
+        tenant = self.tenants[name].copy()
+        tenant.apply(settings)
+        tenants = {**self.tenants, name: tenant}
+        self._checked(tenants, name)
+        old = self.arena.tenant_stats(tenant_id)
+        # in the arena first: the tenants file copies quota and policy from there
+        self.arena.set_tenant_quota(tenant_id, settings.get("quota", old["quota"]))
+        self.arena.set_tenant_policy(tenant_id, settings.get(
+            "policy", None if old["policy_inherited"] else old["policy"]))
+        try:
+            self._persist(tenants)
+        except CommandError:
+            self.arena.set_tenant_quota(tenant_id, old["quota"])
+            self.arena.set_tenant_policy(tenant_id, None if old["policy_inherited"] else old["policy"])
+            raise
+        self._activate(tenants)
+
+    def delete(self, name, current):
+        """Drop the tenant and its data; its connections go back to the default namespace
+        and are closed (`current` after its reply). Returns how many keys it had."""
+        if name == DEFAULT_TENANT:
+            raise CommandError("ERR the default tenant cannot be deleted")
+        tenant_id = self.tenant_id(name)
+        tenants = {}
+        for other in self.tenants.values():
+            if other.name != name:
+                other = other.copy()
+                other.shared_read = [t for t in other.shared_read if t != name]
+                other.shared_write = [t for t in other.shared_write if t != name]
+                tenants[other.name] = other
+        self._persist(tenants)
+        doomed = [c for c in self.server.clients.values() if c.tenant == name]
+        for c in doomed:
+            # Its reservations are on the tenant's bill: free them while its namespace exists.
+            c.release_reservations()
+        users = self.tenants[name].users
+        keys = self.arena.drop_tenant(tenant_id)
+        self._activate(tenants)
+        for c in doomed:
+            if c is current:
+                c.close_after_command = True
+            else:
+                c.close()
+        if users:
+            log.warning("Tenant '%s' deleted: its users %s now belong to no tenant", name,
+                        ", ".join(as_text(u) for u in users))
+        return keys
+
+    def _checked(self, tenants, changed):
+        try:
+            self._check(tenants, changed)
+        except ValueError as e:
+            raise CommandError(f"ERR {e}") from None
+
+    def reset_stats(self, name):
+        self.arena.reset_tenant_stats(self.tenant_id(name))
+
+    def info(self, name):
+        """(field, value) pairs of TENANT INFO; values are ints, strs or lists."""
+        stats = self.arena.tenant_stats(self.tenant_id(name))
+        if name == DEFAULT_TENANT:
+            users = [u for u in sorted(self.server.acl.users) if u not in self.member_of]
+            tenant = Tenant(name, users)
+        else:
+            tenant = self.tenants[name]
+        fields = [("name", name), ("quota", stats["quota"]), ("policy", stats["policy"]),
+                  ("policy_inherited", int(stats["policy_inherited"]))]
+        fields += [(key, stats[key]) for key in (
+            "keys", "expires", "used_bytes", "dataset_bytes", "keyspace_hits", "keyspace_misses",
+            "evicted_keys", "expired_keys", "rejected_writes", "bytes_written", "commands",
+            "bytes_in", "bytes_out")]
+        fields += [("users", tenant.users), ("shared_read", tenant.shared_read),
+                   ("shared_write", tenant.shared_write)]
+        return fields
+
+    def names(self):
+        """Every tenant, the default one first, in id order."""
+        return [stats["name"] for stats in self.arena.tenants()]
+
+    def info_lines(self, only=None):
+        """INFO tenants: one line per tenant (only `only`'s, for a tenant's connection)."""
+        lines = []
+        for s in self.arena.tenants():
+            if only is not None and s["name"] != only:
+                continue
+            lines.append((f"tenant_{s['name']}",
+                          f"keys={s['keys']},used_bytes={s['used_bytes']},quota={s['quota']},"
+                          f"hits={s['keyspace_hits']},misses={s['keyspace_misses']},"
+                          f"evicted={s['evicted_keys']},expired={s['expired_keys']},"
+                          f"rejected={s['rejected_writes']},commands={s['commands']},"
+                          f"bytes_in={s['bytes_in']},bytes_out={s['bytes_out']}"))
+        return lines
+
+    # -- CONFIG REWRITE
+
+    def config_lines(self):
+        """`tenant` lines describing every tenant (CONFIG REWRITE)."""
+        lines = []
+        for tenant in self.tenants.values():
+            stats = self.arena.tenant_stats(self.tenant_id(tenant.name))
+            words = ["tenant", tenant.name]
+            if stats["quota"]:
+                words += ["quota", format_memory(stats["quota"])]
+            if not stats["policy_inherited"]:
+                words += ["policy", stats["policy"]]
+            for keyword, values in (("users", [as_text(u) for u in tenant.users]),
+                                    ("shared-read", tenant.shared_read),
+                                    ("shared-write", tenant.shared_write)):
+                if values:
+                    words += [keyword] + [_config_word(v) for v in values]
+            lines.append(" ".join(words))
+        return lines
+
+
+def _config_word(text):
+    """A word as a config line needs it: quoted when it holds a blank, quote or oddity."""
+    if text and all(0x21 <= ord(ch) <= 0x7e and ch not in "\"'\\" for ch in text):
+        return text
+    return quote(text)
