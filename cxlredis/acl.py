@@ -29,9 +29,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 import secrets
-import tempfile
 import time
 from collections import deque
 
@@ -40,6 +38,7 @@ from ._store import glob_match
 from . import commands as registry
 from .commands.table import ACL_CATEGORIES
 from .errors import CommandError
+from .files import write_atomically
 
 log = logging.getLogger("cxlredis")
 
@@ -848,18 +847,7 @@ class Acl:
     def save_file(self):
         """ACL SAVE: write every user to the ACL file, atomically."""
         path = self.config["aclfile"]
-        content = b"".join(line + b"\n" for line in self.list_lines())
-        directory = os.path.dirname(os.path.abspath(path))
-        handle, temporary = tempfile.mkstemp(prefix=".acl-save-", dir=directory)
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(content)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except OSError:
-            os.unlink(temporary)
-            raise
+        write_atomically(path, b"".join(line + b"\n" for line in self.list_lines()))
 
     # -- description
 

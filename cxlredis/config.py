@@ -34,13 +34,13 @@ from __future__ import annotations
 import errno
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, NamedTuple
 
 from ._store import glob_match as _glob_match
 from .errors import CommandError
+from .files import write_atomically
 
 INT_MAX = 2**31 - 1
 UINT_MAX = 2**32 - 1
@@ -1001,18 +1001,7 @@ def _set_failed(name: str, reason: str) -> ConfigSetError:
 
 
 def _write_atomically(path: str, content: str, mode: int) -> None:
-    directory = os.path.dirname(path)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=".cxlredis-rewrite-", dir=directory)
+        write_atomically(path, _raw(content), mode)
     except OSError as error:
-        raise ConfigSetError(f"ERR Rewriting config file: {error.strerror}") from None
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(_raw(content))
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except OSError as error:
-        os.unlink(temporary)
         raise ConfigSetError(f"ERR Rewriting config file: {error.strerror}") from None

@@ -44,12 +44,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 
 from ._store import DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, Keyspace, OutOfMemory, TenantError
 from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
 from .errors import CommandError
+from .files import write_atomically
 
 log = logging.getLogger("cxlredis")
 
@@ -573,17 +573,7 @@ class Tenants:
                 "declared": tenant.declared,
             })
         content = json.dumps({"version": FILE_VERSION, "tenants": entries}, indent=1) + "\n"
-        directory = os.path.dirname(os.path.abspath(self.path))
-        handle, temporary = tempfile.mkstemp(prefix=".tenants-", dir=directory)
-        try:
-            with os.fdopen(handle, "w") as file:
-                file.write(content)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, self.path)
-        except OSError:
-            os.unlink(temporary)
-            raise
+        write_atomically(self.path, content.encode())
 
     def _persist(self, tenants):
         try:
