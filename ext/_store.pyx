@@ -49,7 +49,7 @@ cdef extern from *:
     #define MADV_HUGEPAGE 14
     #endif
 
-    #define CX_LAYOUT_VERSION 1u
+    #define CX_LAYOUT_VERSION 2u
     #define CX_SUPER_BYTES 65536ull
     #define CX_HDR 96ull            /* entry header; the key follows it */
     #define CX_MIN_BLOCK 64ull
@@ -86,7 +86,7 @@ cdef extern from *:
         uint32_t key_len;
         uint32_t key_cap;        /* key area size: header + key_cap is 64-byte aligned */
         uint32_t pins;
-        uint32_t checksum;       /* over the fields above except links, pins, last_access */
+        uint32_t checksum;       /* over the identity fields: see cx_entry_sum */
         uint16_t db;             /* physical db */
         uint8_t type;
         uint8_t lfu;             /* logarithmic access counter */
@@ -238,9 +238,13 @@ cdef extern from *:
         return t ? ((cx_dbtab *)(base + CX_SB(base)->tmeta[t].dbtab))->volatile_keys : CX_SB(base)->db_volatile;
     }
 
+    /* The checksum seals an entry's identity (block size, key geometry, key hash, db,
+       type, tenant), written once at commit. The fields updated in place later —
+       expire_at, value_len (after its bytes), generation — are single aligned stores
+       a kill -9 cannot tear, so they stay outside it: a crash right after such an
+       update keeps the entry instead of failing its check and dropping it. */
     static uint32_t cx_entry_sum(const cx_entry *e) {
-        uint64_t h = cx_fold(CX_SIZE(e->size_state) ^ CX_K0, (uint64_t)e->expire_at ^ CX_K1);
-        h = cx_fold(h ^ e->value_len, e->generation ^ CX_K2);
+        uint64_t h = cx_fold(CX_SIZE(e->size_state) ^ CX_K0, CX_K1);
         h = cx_fold(h ^ e->hash, (((uint64_t)e->key_len << 32) | e->key_cap) ^ CX_K3);
         h = cx_fold(h ^ ((uint64_t)e->db | ((uint64_t)e->type << 16) | ((uint64_t)e->tenant << 32)), CX_K0);
         return (uint32_t)(h ^ (h >> 32));

@@ -24,7 +24,7 @@ from cxlredis._store import (
 from arena_files import crash_copy, peek, poke
 
 MiB = 1 << 20
-# superblock field offsets (layout version 1)
+# superblock field offsets (layout version 2)
 SB_VERSION = 8
 SB_INDEX_BUCKETS = 32
 SB_CLEAN = 128
@@ -845,18 +845,54 @@ def test_rebuild_keeps_the_newer_of_two_copies(path, tmp_path):
     b.close()
 
 
-def test_rebuild_drops_torn_entries(path):
+# entry header offsets: expire_at, value_len, hash
+E_EXPIRE_AT, E_VALUE_LEN, E_HASH = 32, 48, 64
+
+
+@pytest.mark.parametrize("field, value", [
+    (E_VALUE_LEN, 12345),          # longer than the block holds
+    (E_HASH, 0x5EED),              # the identity, sealed by the checksum
+])
+def test_rebuild_drops_torn_entries(path, field, value):
     a = Arena(path, 8 * MiB)
     off = a.set(0, b"torn", b"v")
     a.set(0, b"fine", b"v")
     a.close()
-    poke(path, off + 48, "<Q", 12345)                # value length changed behind the checksum
+    poke(path, off + field, "<Q", value)
     poke(path, SB_CLEAN, "<Q", 0)
     b = Arena(path, 8 * MiB)
     assert b.recovery == "rebuilt" and b.dropped_entries == 1
     assert b.lookup(0, b"torn") == 0 and b.lookup(0, b"fine")
     assert b.check() == []
     b.close()
+
+
+def test_crash_inside_an_in_place_update_keeps_the_entry(path, tmp_path):
+    """EXPIRE and an in-place APPEND store one aligned word; a kill -9 right after that
+    store (before the generation moves on) must neither drop the entry nor tear it."""
+    a = Arena(path, 8 * MiB)
+    ttl = a.set(0, b"ttl", b"value")
+    grown = a.set(0, b"grown", b"abc")
+    later = now_ms() + 3_600_000
+    copy = crash_copy(path, tmp_path)
+    a.close()
+    poke(copy, ttl + E_EXPIRE_AT, "<q", later)       # the expiry store landed, nothing after it
+    b = Arena(copy, 8 * MiB)
+    assert b.recovery == "rebuilt" and b.dropped_entries == 0
+    assert b.expire_at(b.lookup(0, b"ttl")) == later
+    assert b.value_bytes(b.lookup(0, b"grown")) == b"abc"
+    b.close()
+    # APPEND writes the new bytes first, then value_len: either length is a whole value.
+    c = Arena(copy, 8 * MiB)
+    off = c.lookup(0, b"grown")
+    assert c.append(0, b"grown", b"def") == 6 and c.lookup(0, b"grown") == off   # in place
+    second = crash_copy(copy, tmp_path, "second.arena")
+    c.close()
+    poke(second, off + E_VALUE_LEN, "<Q", 3)         # crashed before the length store
+    d = Arena(second, 8 * MiB)
+    assert d.recovery == "rebuilt" and d.value_bytes(d.lookup(0, b"grown")) == b"abc"
+    assert d.check() == []
+    d.close()
 
 
 def test_rebuild_orders_lru_by_last_access(path, tmp_path):
@@ -911,10 +947,11 @@ def test_foreign_or_corrupt_superblock(path):
     b = Arena(path, 8 * MiB, reset=True)
     b.set(0, b"k", b"v")
     b.close()
+    version = peek(path, SB_VERSION, "<I")
     poke(path, SB_VERSION, "<I", 99)
-    with pytest.raises(ArenaError, match="layout version 99, this build reads 1"):
+    with pytest.raises(ArenaError, match=f"layout version 99, this build reads {version}"):
         Arena(path, 8 * MiB)
-    poke(path, SB_VERSION, "<I", 1)
+    poke(path, SB_VERSION, "<I", version)
     poke(path, SB_INDEX_BUCKETS, "<Q", 12345)
     with pytest.raises(ArenaError, match="corrupt superblock"):
         Arena(path, 8 * MiB)

@@ -26,7 +26,7 @@ from arena_files import crash_copy, peek, poke
 
 MiB = 1 << 20
 VALUE = 10_000            # the value size of fill(); every such entry takes one block of `blk` bytes
-# superblock layout (version 1): the tenant metadata slots follow the 64 tenant slots
+# superblock layout (version 2): the tenant metadata slots follow the 64 tenant slots
 SB_TMETA = 15896
 TMETA_BYTES = 256
 TMETA_DATASET = 16
