@@ -1,11 +1,12 @@
 """Command dispatch, in the order of Redis's processCommand.
 
 lookup (unknown command / subcommand) → arity → NOAUTH → no_multi → ACL
-(command, then keys) → MULTI queueing → handler, timed, with per-command
-calls/usec/rejected/failed counters and per-prefix error counters (INFO
-commandstats / errorstats). OOM is raised by the arena at the moment a write
-needs room (it evicts first, per maxmemory-policy). A command that succeeded
-and is a security event (CONFIG SET, FLUSHALL, ...) goes to the audit log.
+(command, then keys) → evictions (back under maxmemory; -OOM for a denyoom
+command when nothing more can go) → MULTI queueing → handler, timed, with
+per-command calls/usec/rejected/failed counters and per-prefix error counters
+(INFO commandstats / errorstats). A write that still finds no room raises
+OutOfMemory from the arena, answered as -OOM. A command that succeeded and is
+a security event (CONFIG SET, FLUSHALL, ...) goes to the audit log.
 """
 import logging
 import time

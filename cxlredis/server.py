@@ -199,15 +199,21 @@ class Server:
         """Active expiry and idle-client timeouts, hz times a second."""
         while True:
             await asyncio.sleep(1.0 / self.config["hz"])
-            # An expire step is bounded so a cron tick never stalls clients.
-            self.store.expire_cycle(200)
-            timeout = self.config["timeout"]
-            if timeout:
-                now = time.monotonic()
-                for c in list(self.clients.values()):
-                    if c.multi is None and now - c.last_interaction > timeout:
-                        log.debug("Closing idle client")
-                        c.close()
+            try:
+                self._cron_tick()
+            except Exception:  # one bad tick must not end active expiry for good
+                log.exception("Error in the background cron")
+
+    def _cron_tick(self):
+        # An expire step is bounded so a cron tick never stalls clients.
+        self.store.expire_cycle(200)
+        timeout = self.config["timeout"]
+        if timeout:
+            now = time.monotonic()
+            for c in list(self.clients.values()):
+                if now - c.last_interaction > timeout:  # MULTI or not, as in Redis
+                    log.debug("Closing idle client")
+                    c.close()
 
     async def run(self):
         await self.start()

@@ -1,6 +1,7 @@
 """CLIENT, INFO, COMMAND and CONFIG as clients and operators use them."""
 import re
 import socket
+import time
 
 import pytest
 import redis
@@ -178,3 +179,18 @@ def test_config_set_bind_and_port_rebind_listeners(cxl_factory):
         redis.Redis(port=srv.port).config_set("port", str(taken))
     blocker.close()
     assert redis.Redis(port=srv.port).ping()  # the old listeners are back
+
+
+def test_idle_clients_are_closed_after_timeout(cxl_factory):
+    srv = cxl_factory(timeout="1")
+    idle = raw_connection(srv.port)
+    assert idle.request("PING") == b"+PONG\r\n"
+    in_multi = raw_connection(srv.port)
+    assert in_multi.request("MULTI") == b"+OK\r\n"   # an open transaction is no exemption in Redis
+    busy = srv.client()
+    for _ in range(25):                               # ~2.5 s of activity on another client
+        busy.ping()
+        time.sleep(0.1)
+    assert idle.is_closed()
+    assert in_multi.is_closed()
+    assert busy.ping()
