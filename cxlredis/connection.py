@@ -60,6 +60,7 @@ class Client(asyncio.BufferedProtocol):
         self.close_after_command = False    # e.g. ACL DELUSER of its own user: reply, then close
         self.tenant = None           # the tenant's name, None for an administrator (tenants.bind)
         self.metered_out = 0         # bytes of the pending replies already metered (see _meter)
+        self.soft_limit_since = None  # when the output first went over the soft limit
         server.acl.attach(self)      # binds self.store to the user's tenant too
 
     # --- asyncio protocol ------------------------------------------------
@@ -203,8 +204,27 @@ class Client(asyncio.BufferedProtocol):
                 self.store.add_bytes_out(self.reply.pending - self.metered_out)
             self.inflight_pins.extend(self.reply.flush(self.transport))
         self.metered_out = 0
-        if self.inflight_pins and self.transport.get_write_buffer_size() == 0:
+        queued = self.transport.get_write_buffer_size()
+        if self.inflight_pins and queued == 0:
             self._unpin_all()
+        elif queued:
+            self.check_output_limit(queued)
+
+    def check_output_limit(self, queued):
+        """client-output-buffer-limit (normal class), as Redis applies it: over the hard
+        limit, or over the soft one for longer than its seconds, the client is closed."""
+        hard, soft, soft_seconds = self.server.config["client-output-buffer-limit"]["normal"]
+        if soft and queued > soft:
+            if self.soft_limit_since is None:
+                self.soft_limit_since = time.monotonic()
+            over_soft = time.monotonic() - self.soft_limit_since > soft_seconds
+        else:
+            self.soft_limit_since = None
+            over_soft = False
+        if (hard and queued > hard) or over_soft:
+            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits.",
+                        self.describe())
+            self.close()
 
     def _unpin_all(self):
         pins, self.inflight_pins = self.inflight_pins, []

@@ -196,7 +196,7 @@ class Server:
         asyncio.get_running_loop().create_task(self._serve_tcp(sockets))
 
     async def _cron(self):
-        """Active expiry and idle-client timeouts, hz times a second."""
+        """Active expiry, output-buffer soft limits and idle timeouts, hz times a second."""
         while True:
             await asyncio.sleep(1.0 / self.config["hz"])
             try:
@@ -207,6 +207,9 @@ class Server:
     def _cron_tick(self):
         # An expire step is bounded so a cron tick never stalls clients.
         self.store.expire_cycle(200)
+        for c in list(self.clients.values()):
+            if c.soft_limit_since is not None and not c.closing:
+                c.check_output_limit(c.transport.get_write_buffer_size())
         timeout = self.config["timeout"]
         if timeout:
             now = time.monotonic()

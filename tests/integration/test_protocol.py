@@ -187,3 +187,50 @@ def test_slow_reader_does_not_stall_others(cxl_factory):
     assert buf.startswith(header)
     assert bytes(buf[len(header):len(header) + (32 << 20)]) == b"b" * (32 << 20)
     stalled.close()
+
+
+def _stalled_get(port, key, count=1):
+    """A client that asks for values and then never reads its replies."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    sock.sendall(encode_command("GET", key) * count)
+    return sock
+
+
+def _closed_by_server(sock, within=5.0):
+    """Drain what the server sent; True when it closed the connection (no pause of `within`)."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(1 << 20):
+            pass
+    except socket.timeout:
+        return False
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def test_output_buffer_hard_limit_disconnects_a_stalled_reader(cxl_factory):
+    srv = cxl_factory(**{"client-output-buffer-limit": "normal 4mb 0 0", "arena-size": "128mb"})
+    c = srv.client()
+    c.set("big", b"b" * (32 << 20))
+    stalled = _stalled_get(srv.port, "big", count=4)
+    time.sleep(0.5)
+    assert _closed_by_server(stalled)
+    stalled.close()
+    assert c.info("arena")["arena_pinned"] == 0          # its replies no longer hold the entry
+    c.set("small", "ok")                                 # the server and other clients are fine
+    assert c.get("small") == b"ok" and c.strlen("big") == 32 << 20
+
+
+def test_output_buffer_soft_limit_applies_after_its_seconds(cxl_factory):
+    srv = cxl_factory(**{"client-output-buffer-limit": "normal 0 1mb 1", "arena-size": "128mb"})
+    c = srv.client()
+    c.set("big", b"b" * (16 << 20))
+    stalled = _stalled_get(srv.port, "big")
+    time.sleep(0.3)
+    assert any(e["name"] == "" and int(e["omem"]) > 0 for e in c.client_list())  # still connected
+    time.sleep(1.5)
+    assert _closed_by_server(stalled)
+    stalled.close()
+    assert c.info("arena")["arena_pinned"] == 0
