@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, NamedTuple
 
+from ._resp import split_args as _split_args
 from ._store import glob_match as _glob_match
 from .errors import CommandError
 from .files import write_atomically
@@ -77,9 +78,6 @@ class _Invalid(Exception):
 # ---------------------------------------------------------------- quoting
 
 _BLANKS = " \t\n\v\f\r"          # C isspace()
-_TOKEN_END = " \n\r\t"
-_HEX = "0123456789abcdefABCDEF"
-_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "a": "\a"}
 
 
 def _raw(text: str) -> bytes:
@@ -93,61 +91,13 @@ def _text(data) -> str:
 
 
 def split_args(line: str) -> list[str]:
-    """Split a line into arguments the way Redis's sdssplitargs does.
-
-    Raises ValueError on unbalanced quotes, including a closing quote that is
-    not followed by a blank.
-    """
-    args = []
-    i, n = 0, len(line)
-    while True:
-        while i < n and line[i] in _BLANKS:
-            i += 1
-        if i >= n:
-            return args
-        current = bytearray()
-        in_double = in_single = done = False
-        while not done:
-            ch = line[i] if i < n else ""
-            if in_double:
-                if ch == "\\" and line[i + 1:i + 2] == "x" and len(line[i + 2:i + 4]) == 2 \
-                        and all(c in _HEX for c in line[i + 2:i + 4]):
-                    current.append(int(line[i + 2:i + 4], 16))
-                    i += 3
-                elif ch == "\\" and i + 1 < n:
-                    i += 1
-                    current += _raw(_ESCAPES.get(line[i], line[i]))
-                elif ch == '"':
-                    if i + 1 < n and line[i + 1] not in _BLANKS:
-                        raise ValueError("closing quote must be followed by a space")
-                    done = True
-                elif not ch:
-                    raise ValueError("unterminated quotes")
-                else:
-                    current += _raw(ch)
-            elif in_single:
-                if ch == "\\" and line[i + 1:i + 2] == "'":
-                    i += 1
-                    current += b"'"
-                elif ch == "'":
-                    if i + 1 < n and line[i + 1] not in _BLANKS:
-                        raise ValueError("closing quote must be followed by a space")
-                    done = True
-                elif not ch:
-                    raise ValueError("unterminated quotes")
-                else:
-                    current += _raw(ch)
-            elif not ch or ch in _TOKEN_END:
-                done = True
-            elif ch == '"':
-                in_double = True
-            elif ch == "'":
-                in_single = True
-            else:
-                current += _raw(ch)
-            if ch:
-                i += 1
-        args.append(_text(current))
+    """Split a line into arguments the way Redis's sdssplitargs does (the same
+    splitter as inline requests). Raises ValueError on unbalanced quotes,
+    including a closing quote that is not followed by a blank."""
+    args = _split_args(_raw(line))
+    if args is None:
+        raise ValueError("unbalanced quotes")
+    return [_text(arg) for arg in args]
 
 
 def quote(value: str) -> str:

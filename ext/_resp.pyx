@@ -190,6 +190,13 @@ cdef list _split_inline(const char *line, Py_ssize_t n):
         argv.append(PyBytes_FromStringAndSize(out, length))
 
 
+def split_args(data):
+    """Redis's sdssplitargs over bytes (inline requests, and config lines too):
+    the arguments, or None when a quote is unbalanced."""
+    cdef bytes raw = bytes(data)
+    return _split_inline(raw, len(raw))
+
+
 cdef str _printable(char c):
     """The byte as Redis's error reply carries it: CR/LF become spaces, other
     bytes pass through (non-ASCII as surrogate escapes, see ReplyWriter.error)."""

@@ -10,15 +10,17 @@ INT64_MAX = (1 << 63) - 1
 _INTEGER = re.compile(rb"(?:0|-?[1-9][0-9]*)\Z")
 
 
+def is_int64(raw):
+    """Whether raw (bytes) is a 64-bit signed integer exactly as Redis's string2ll accepts it."""
+    return len(raw) <= 20 and _INTEGER.match(raw) is not None and INT64_MIN <= int(raw) <= INT64_MAX
+
+
 def parse_int(arg, error=errors.NOT_INTEGER):
     """A 64-bit signed integer exactly as Redis accepts it, else CommandError(error)."""
     raw = bytes(arg) if not isinstance(arg, bytes) else arg
-    if len(raw) > 20 or not _INTEGER.match(raw):
+    if not is_int64(raw):
         raise CommandError(error)
-    value = int(raw)
-    if value < INT64_MIN or value > INT64_MAX:
-        raise CommandError(error)
-    return value
+    return int(raw)
 
 
 def upper(arg):

@@ -9,21 +9,11 @@ Lookups follow Redis's: reads (GET, MGET, GETRANGE, ...) touch the LRU and
 count hits/misses; the lookups of write commands (INCR, APPEND, SETNX, ...)
 touch but do not count (Redis's lookupKeyWrite).
 """
-import re
-
 from .. import errors
 from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_STRING, now_ms
 from ..errors import CommandError
-from .args import INT64_MAX, INT64_MIN, parse_int, upper
-
-_INT64 = re.compile(rb"(?:0|-?[1-9][0-9]{0,18})\Z")
-
-
-def is_int64(raw):
-    """Whether raw (bytes) is a 64-bit integer as Redis's string2ll accepts it."""
-    return _INT64.match(raw) is not None and INT64_MIN <= int(raw) <= INT64_MAX
-
+from .args import INT64_MAX, INT64_MIN, is_int64, parse_int, upper
 
 def check_string(store, off):
     if store.entry_type(off) != TYPE_STRING:

@@ -1,7 +1,6 @@
 """Server lifecycle: start-up on defaults, warm restart, signals, SHUTDOWN, bad arenas."""
 import os
 import signal
-import struct
 import subprocess
 import sys
 

@@ -872,7 +872,7 @@ def test_crash_inside_an_in_place_update_keeps_the_entry(path, tmp_path):
     store (before the generation moves on) must neither drop the entry nor tear it."""
     a = Arena(path, 8 * MiB)
     ttl = a.set(0, b"ttl", b"value")
-    grown = a.set(0, b"grown", b"abc")
+    a.set(0, b"grown", b"abc")
     later = now_ms() + 3_600_000
     copy = crash_copy(path, tmp_path)
     a.close()
