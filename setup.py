@@ -1,4 +1,4 @@
-"""Builds the Cython core (ext/) into cxlredis._store, ._resp and ._numbers.
+"""Builds the Cython core (ext/) into cxlredis._store, ._resp, ._numbers and ._fastpath.
 
 Debug switches, as environment variables read at build time:
   CXLREDIS_ANNOTATE=1   write Cython's HTML annotation next to each .pyx
@@ -13,7 +13,7 @@ from setuptools import Extension, setup
 
 DEBUG = os.environ.get("CXLREDIS_DEBUG") == "1"
 TRACE = os.environ.get("CXLREDIS_TRACE") == "1"
-EXTENSIONS = os.environ.get("CXLREDIS_ONLY", "_store,_resp,_numbers").split(",")
+EXTENSIONS = os.environ.get("CXLREDIS_ONLY", "_store,_resp,_numbers,_fastpath").split(",")
 
 compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
 macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")] if TRACE else []
@@ -41,7 +41,8 @@ setup(
     ext_modules=cythonize(
         [extension(name) for name in EXTENSIONS],
         compiler_directives=directives,
-        include_path=["ext"],
+        # "." finds the typed boundaries, cxlredis/_resp.pxd and cxlredis/_store.pxd
+        include_path=["ext", "."],
         annotate=os.environ.get("CXLREDIS_ANNOTATE") == "1",
     ),
 )

@@ -359,6 +359,62 @@ class Save(_Kind):
         return [(f"{name} {seconds} {changes}", force) for seconds, changes in value]
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_HEXADECIMAL = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?")
+_INFINITY = re.compile(r"[+-]?(?:inf|infinity)", re.IGNORECASE)
+
+
+def parse_double(text: str) -> float | None:
+    """Redis's string2d (C strtod over the whole text): decimal or hexadecimal, inf
+    allowed; None for anything else, NaN, or a value out of a double's range."""
+    if _INFINITY.fullmatch(text):
+        return float(text)
+    try:
+        if _DECIMAL.fullmatch(text):
+            value = float(text)
+        elif _HEXADECIMAL.fullmatch(text):
+            value = float.fromhex(text)
+        else:
+            return None
+    except OverflowError:
+        return None
+    mantissa = re.split("[eEpP]", text)[0]
+    if value in (float("inf"), float("-inf")) or (value == 0 and mantissa.strip("+-0xX.")):
+        return None     # strtod's ERANGE: an overflow, or an underflow to zero
+    return value
+
+
+def format_double(value: float) -> str:
+    """Redis's form for a percentile: six decimals, trailing zeros dropped ("99.9", "50")."""
+    return f"{value:f}".rstrip("0").rstrip(".")
+
+
+class Percentiles(_Kind):
+    """latency-tracking-info-percentiles: percentiles between 0 and 100, space separated."""
+
+    multi_arg = True
+
+    def parse(self, args, current, accumulate):
+        if args == [""]:
+            return ()
+        values = []
+        for arg in args:
+            value = parse_double(arg)
+            if value is None:
+                raise _Invalid("Invalid latency-tracking-info-percentiles parameters")
+            if not 0.0 <= value <= 100.0:
+                raise _Invalid("latency-tracking-info-percentiles parameters should sit between "
+                               "[0.0,100.0]")
+            values.append(value)
+        return tuple(values)
+
+    def format(self, value):
+        return " ".join(map(format_double, value))
+
+    def rewrite_arg(self, value):
+        return self.format(value) if value else '""'
+
+
 class OutputBufferLimit(NamedTuple):
     hard: int           # bytes; 0 = no hard limit
     soft: int           # bytes; 0 = no soft limit
@@ -544,8 +600,18 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "monitoring"),
     ("slowlog-max-len", Integer(0, LLONG_MAX), 128, MUTABLE,
      "Entries kept in the slow log.", "monitoring"),
+    ("metrics-port", Integer(0, 65535), 0, IMMUTABLE,
+     "TCP port of the Prometheus exporter (GET /metrics); 0 disables it.", "monitoring"),
+    ("metrics-bind", String(), "127.0.0.1", IMMUTABLE,
+     "Address the Prometheus exporter listens on (0.0.0.0 or :: for every interface).",
+     "monitoring"),
     ("latency-monitor-threshold", Integer(0, LLONG_MAX), 0, MUTABLE,
      "Record events slower than this many milliseconds for LATENCY; 0 disables.",
+     "monitoring"),
+    ("latency-tracking", Bool(), True, MUTABLE,
+     "Report per-command latency percentiles in INFO latencystats.", "monitoring"),
+    ("latency-tracking-info-percentiles", Percentiles(), (50.0, 99.0, 99.9), MUTABLE,
+     "Percentiles INFO latencystats reports, space separated, each between 0 and 100.",
      "monitoring"),
 
     ("save", Save(), (), MUTABLE,

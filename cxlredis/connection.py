@@ -12,7 +12,8 @@ import time
 
 from . import dispatch
 from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser
-from ._store import OutOfMemory
+from ._fastpath import serve as serve_fast
+from ._store import Keyspace, OutOfMemory
 from .commands import COMMANDS
 from .slots import SlotArg, release_slots
 
@@ -22,6 +23,9 @@ log = logging.getLogger("cxlredis")
 # transport: a client that pipelines GETs without reading back must not make
 # the server buffer without bound.
 OUTPUT_BACKPRESSURE = 8 << 20
+
+# The commands cxlredis._fastpath runs, by its Counters.last code.
+_FAST_COMMANDS = (COMMANDS["get"], COMMANDS["set"])
 
 
 class Client(asyncio.BufferedProtocol):
@@ -124,6 +128,9 @@ class Client(asyncio.BufferedProtocol):
             if not self.authenticated:
                 # Redis's pre-authentication limits hold while a password is required.
                 self.parser.authenticated = not self.server.acl.auth_required
+            elif (self.multi is None and self.reply_mode == "on" and self.user.unrestricted
+                  and isinstance(store, Keyspace)):
+                commands += self._serve_fast(store)
             try:
                 argv = self.parser.next_command()
             except ProtocolError as e:
@@ -161,6 +168,22 @@ class Client(asyncio.BufferedProtocol):
         if commands:
             store.add_command(commands)
         self.flush()
+
+    def _serve_fast(self, store):
+        """Run the plain GETs and SETs at the head of the input in C (cxlredis._fastpath),
+        with the bookkeeping dispatch.call does; returns how many ran."""
+        server = self.server
+        fast = server.fast_counters
+        ran = serve_fast(self.parser, self.reply, store, server.store, self.db, fast,
+                         server.monitoring.watch_from_us)
+        if ran:
+            server.stats.total_commands_processed += ran
+            fast.fold(server.stats.command("get"), server.stats.command("set"))
+            self.last_command = _FAST_COMMANDS[fast.last].name
+            if fast.observed is not None:
+                argv, fast.observed = fast.observed, None
+                server.monitoring.after_call(self, _FAST_COMMANDS[fast.last], argv, fast.observed_us)
+        return ran
 
     def _meter(self, store, commands):
         """Charge `store`'s tenant with `commands` and with the replies queued since the

@@ -17,6 +17,7 @@ from .audit import AFTER_COMMAND
 # Command modules import this one while the registry builds: read it at call time.
 from . import commands as registry
 from .errors import CommandError
+from .metrics import LATENCY_BUCKETS
 
 log = logging.getLogger("cxlredis")
 
@@ -57,7 +58,7 @@ def dispatch(c, argv):
         error = refusal(c, spec, argv)
     # Redis's performEvictions: get back under maxmemory before any command (it may have
     # been lowered); a command that may grow memory is refused when that is impossible.
-    if error is None and not c.server.store.evict_to_maxmemory() and "denyoom" in spec.flags:
+    if error is None and not c.server.monitoring.evict_to_maxmemory() and "denyoom" in spec.flags:
         error = errors.OOM
     if error is not None:
         if spec is not None and spec.name == "exec":
@@ -142,6 +143,11 @@ def call(c, spec, argv):
     counters[0] += 1
     counters[1] += elapsed_us
     counters[3] += failed
+    counters[4][min(elapsed_us.bit_length(), LATENCY_BUCKETS - 1)] += 1
+    # SLOWLOG, LATENCY and MONITOR, after the command as in Redis (MULTI, its commands, EXEC)
+    monitoring = c.server.monitoring
+    if elapsed_us >= monitoring.watch_from_us:
+        monitoring.after_call(c, spec, argv, elapsed_us)
 
 
 def with_reply_mode(c, write):

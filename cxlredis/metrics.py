@@ -11,10 +11,14 @@ import sys
 import time
 
 from . import __version__
+from .config import format_double
 
 DEFAULT_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
                     "modules", "errorstats", "cluster", "keyspace", "arena")
-ALL_SECTIONS = DEFAULT_SECTIONS + ("commandstats", "tenants")
+ALL_SECTIONS = DEFAULT_SECTIONS + ("commandstats", "latencystats", "tenants")
+# Per-command latency buckets (Stats.commands): bucket i counts calls under 2**i µs; the last
+# takes every call of 2**34 µs (4.8 hours) or more.
+LATENCY_BUCKETS = 36
 # Sections that depend on who asks: a tenant's connection sees only its own tenant.
 _PER_CLIENT = ("keyspace", "tenants")
 
@@ -180,10 +184,36 @@ def _errorstats(s):
 
 def _commandstats(s):
     lines = []
-    for name, (calls, usec, rejected, failed) in sorted(s.stats.commands.items()):
+    for name, (calls, usec, rejected, failed, _) in sorted(s.stats.commands.items()):
         per_call = usec / calls if calls else 0.0
         lines.append((f"cmdstat_{name}", f"calls={calls},usec={usec},usec_per_call={per_call:.2f},"
                                          f"rejected_calls={rejected},failed_calls={failed}"))
+    return lines
+
+
+def _latencystats(s):
+    """Per-command latency percentiles from the power-of-two buckets: a percentile is reported
+    as the upper bound of the bucket it falls in (Redis reads its HdrHistogram likewise)."""
+    if not s.config["latency-tracking"]:
+        return []
+    percentiles = s.config["latency-tracking-info-percentiles"]
+    lines = []
+    for name, counters in sorted(s.stats.commands.items()):
+        buckets = counters[4]
+        total = sum(buckets)
+        if not total:
+            continue
+        values = []
+        for percentile in percentiles:
+            # HdrHistogram's rank: the nearest, and at least the first call
+            rank = max(1, int(percentile / 100 * total + 0.5))
+            seen = 0
+            for index, count in enumerate(buckets):
+                seen += count
+                if seen >= rank:
+                    break
+            values.append(f"p{format_double(percentile)}={1 << index:.3f}")
+        lines.append((f"latency_percentiles_usec_{name}", ",".join(values)))
     return lines
 
 
@@ -234,5 +264,6 @@ SECTIONS = {
     "server": _server, "clients": _clients, "memory": _memory, "persistence": _persistence,
     "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": lambda s: [],
     "errorstats": _errorstats, "cluster": lambda s: [("cluster_enabled", 0)],
-    "keyspace": _keyspace, "commandstats": _commandstats, "arena": _arena, "tenants": _tenants,
+    "keyspace": _keyspace, "commandstats": _commandstats, "latencystats": _latencystats,
+    "arena": _arena, "tenants": _tenants,
 }

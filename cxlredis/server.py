@@ -13,12 +13,16 @@ import tempfile
 import time
 
 from . import REDIS_COMPAT_VERSION
+from ._fastpath import Counters as FastCounters
 from ._store import Arena
 from .acl import Acl
 from .audit import AuditLog
 from .connection import Client
 from .config import ConfigSetError
 from .errors import CommandError
+from .metrics import LATENCY_BUCKETS
+from .prometheus import Exporter
+from .monitoring import Monitoring
 from .tenants import Tenants
 from .tls import LISTEN_FAILED, TLSListeners
 
@@ -38,13 +42,16 @@ class Stats:
         self.net_output_bytes = 0
         self.rejected_connections = 0
         self.total_error_replies = 0
-        self.commands = {}   # name → [calls, usec, rejected_calls, failed_calls]
+        # name → [calls, usec, rejected_calls, failed_calls, latency buckets]: bucket i counts
+        # calls that took under 2**i microseconds and at least 2**(i-1) (INFO latencystats,
+        # the Prometheus histogram).
+        self.commands = {}
         self.errors = {}     # error prefix → count
 
     def command(self, name):
         counters = self.commands.get(name)
         if counters is None:
-            counters = self.commands[name] = [0, 0, 0, 0]
+            counters = self.commands[name] = [0, 0, 0, 0, [0] * LATENCY_BUCKETS]
         return counters
 
     def error(self, text):
@@ -66,6 +73,8 @@ class Server:
         self.start_time = time.time()
         self.lastsave = int(self.start_time)
         self.stats = Stats()
+        self.fast_counters = FastCounters()     # the C fast path's, folded into stats per batch
+        self.exporter = Exporter(self)          # Prometheus (metrics-port)
         self.clients = {}
         self.next_client_id = 1
         self.listeners = []
@@ -83,6 +92,7 @@ class Server:
         self.apply_maxmemory(config["maxmemory"])
         self.store.policy = config["maxmemory-policy"]
         self.store.maxmemory_samples = config["maxmemory-samples"]
+        self.monitoring = Monitoring(self)     # SLOWLOG, LATENCY and MONITOR clients
         # Users → tenants, and the keyspace each connection is bound to (after the arena,
         # which keeps the tenants themselves).
         self.tenants = Tenants(self)
@@ -161,6 +171,7 @@ class Server:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown, signal.Signals(sig).name)
         self._cron_task = asyncio.create_task(self._cron())
+        self.exporter.start()
         if cfg["pidfile"]:
             with open(cfg["pidfile"], "w") as f:
                 f.write(f"{self.pid}\n")
@@ -206,7 +217,7 @@ class Server:
 
     def _cron_tick(self):
         # An expire step is bounded so a cron tick never stalls clients.
-        self.store.expire_cycle(200)
+        self.monitoring.latency.timed("expire-cycle", self.store.expire_cycle, 200)
         for c in list(self.clients.values()):
             if c.soft_limit_since is not None and not c.closing:
                 c.check_output_limit(c.transport.get_write_buffer_size())
@@ -250,6 +261,7 @@ class Server:
             os.unlink(self.config["unixsocket"])
         if self.config["pidfile"] and os.path.exists(self.config["pidfile"]):
             os.unlink(self.config["pidfile"])
+        self.exporter.stop()  # its thread reads the arena: stop it before the arena goes
         self.store.close(clean=True)
         log.warning("cxlredis is now ready to exit, bye bye...")
 

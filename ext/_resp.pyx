@@ -214,41 +214,6 @@ cdef class RequestParser:
     writable buffer of exactly that size with set_target().
     """
 
-    # Input buffer: a bytearray that is replaced, never resized, so a view
-    # handed out by get_buffer() stays valid even if the parser grows.
-    cdef bytearray _buf
-    cdef object _view               # memoryview over _buf
-    cdef char *_data
-    cdef Py_ssize_t _cap
-    cdef Py_ssize_t _start          # first unparsed byte
-    cdef Py_ssize_t _end            # end of received bytes
-    cdef Py_ssize_t _need           # bytes needed from _start before parsing can move on
-    cdef Py_ssize_t _scanned        # bytes of the current header line known to hold no terminator
-    cdef bint _blocked              # a NUL precedes the terminator: the line can never complete
-
-    # Command being assembled
-    cdef list _args                 # None between commands
-    cdef long long _remaining       # bulk arguments still expected
-    cdef long long _bulk_len        # length of the small bulk being received, -1 = header expected
-    cdef Py_ssize_t _skip           # bytes to drop before parsing (the CRLF after a large argument)
-
-    # Large argument received into a caller-supplied target
-    cdef Py_ssize_t _target_len     # 0 = none
-    cdef Py_ssize_t _filled
-    cdef bint _target_set
-    cdef Py_buffer _target_buf
-    cdef object _target_view
-    cdef object _token
-
-    # Sticky error (the connection is dead after one): class and text, raised
-    # afresh each time so no traceback ties the parser into a cycle.
-    cdef object _error_class
-    cdef str _error_text
-    cdef bint _closed               # drop_target() was called: input is ignored from then on
-    cdef long long _max_bulk
-    cdef long long _query_limit
-    cdef Py_ssize_t _threshold
-    cdef bint _authenticated
 
     def __init__(self, long long proto_max_bulk_len=512 * 1024 * 1024,
                  Py_ssize_t large_arg_threshold=65536,
@@ -441,15 +406,24 @@ cdef class RequestParser:
 
     # ---- parsing -------------------------------------------------------------
 
-    def next_command(self):
+    cpdef object next_command(self):
         """The next complete command's arguments, or None when more input (or
         a target, see wants_target) is needed. Raises ProtocolError, or
         QueryBufferLimit when the last read went over the limit."""
+        cdef list argv = self._handed_back
+        if argv is not None:
+            self._handed_back = None
+            return argv
         if self._error_class is not None:
             raise self._error_class(self._error_text)
         if self._closed:
             return None
         return self._advance()
+
+    cdef int hand_back(self, list argv) except -1:
+        """Return a command next_command() gave out: the next call gives it again."""
+        self._handed_back = argv
+        return 0
 
     cdef int _fail(self, str message) except -1:
         self._error_class = ProtocolError
@@ -590,15 +564,6 @@ cdef inline Py_ssize_t _format_ll(char *out, long long value) noexcept:
 cdef class ReplyWriter:
     """Encodes replies for one connection (RESP2 or RESP3) until flush()."""
 
-    cdef char *_buf
-    cdef Py_ssize_t _len
-    cdef Py_ssize_t _cap
-    cdef list _large                # [(position in _buf, object, nbytes)]: sent by reference before _buf[position:]
-    cdef Py_ssize_t _large_bytes
-    cdef list _tokens               # tokens of pinned_bulk() calls not yet handed over
-    cdef int _resp
-    cdef Py_ssize_t _threshold
-    cdef size_t _epoch              # bumped by flush() and discard(): older marks are stale
 
     def __cinit__(self):
         self._buf = <char *>PyMem_Malloc(WRITER_INITIAL)

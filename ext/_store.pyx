@@ -1476,8 +1476,13 @@ class TenantError(Exception):
     name already taken, no free slot, or what a tenant namespace does not offer."""
 
 
-TYPE_STRING = 0
-TYPE_HASH = 1
+# Entry types (cx_entry.type), exported to Python as TYPE_*.
+cdef enum:
+    STRING_TYPE = 0
+    HASH_TYPE = 1
+
+TYPE_STRING = STRING_TYPE
+TYPE_HASH = HASH_TYPE
 
 POLICY_NAMES = ("noeviction", "allkeys-lru", "volatile-lru", "allkeys-random",
                 "volatile-random", "volatile-ttl", "allkeys-lfu", "volatile-lfu")
@@ -1497,11 +1502,6 @@ cdef unsigned LIVE_ONLY = 1u << CX_LIVE
 cdef unsigned SERVED = (1u << CX_LIVE) | (1u << CX_ZOMBIE)
 cdef unsigned RESERVED_ONLY = 1u << CX_RESERVED
 cdef unsigned ANY_ALLOCATED = (1u << CX_LIVE) | (1u << CX_ZOMBIE) | (1u << CX_RESERVED)
-
-
-cdef class Keyspace
-cdef class Arena
-cdef class Namespace
 
 
 def now_ms():
@@ -1701,6 +1701,53 @@ cdef inline unsigned ks_pdb(Arena a, unsigned tenant, int db) except? 0xffff:
     return CX_SB(a.base).db_map[db] if tenant == 0 else <unsigned>db
 
 
+# ---------------------------------------------------------------- the fast path's GET and SET
+
+cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
+                    const char **value, Py_ssize_t *value_len) except -2:
+    """GET: 1 and the value (valid until the next write) when key holds a string shorter
+    than max_len, 0 when it is missing; -1, with nothing touched or counted, when it holds
+    another type or a longer value, so the general path can run the command instead."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef const uint8_t *k = <const uint8_t *>key
+    cdef uint64_t off = cx_find(a.base, cx_key_hash(CX_SB(a.base), ks.tenant, pdb, k, key_len),
+                                ks.tenant, pdb, k, key_len, NULL)
+    cdef cx_entry* e
+    if off and (CX_E(a.base, off).type != STRING_TYPE or CX_E(a.base, off).value_len >= <uint64_t>max_len):
+        return -1
+    off = cx_lookup(a.base, ks.tenant, pdb, k, key_len, 1, 1, lfu_policy(a, ks.tenant), &a.rng)
+    if not off:
+        return 0
+    e = CX_E(a.base, off)
+    value[0] = <const char *>CX_VAL(e)
+    value_len[0] = e.value_len
+    return 1
+
+
+cdef int set_string(Keyspace ks, int db, object key, object value) except -1:
+    """SET key value without options (Keyspace.set); raises OutOfMemory as it does."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef Buf k, v
+    key_open(&k, key)
+    try:
+        buf_open(&v, value)
+        try:
+            put(a, ks.tenant, pdb, &k, &v, -1, STRING_TYPE, False)
+        finally:
+            buf_close(&v)
+    finally:
+        buf_close(&k)
+    return 0
+
+
+cdef bint under_maxmemory(Arena a) except -1:
+    """The heap is within maxmemory: Arena.evict_to_maxmemory would do nothing."""
+    cdef cx_super* sb = CX_SB(open_base(a))
+    return sb.heap_used <= (a.maxmem if 0 < a.maxmem < sb.heap_size else sb.heap_size)
+
+
 cdef cx_entry* ks_entry(Keyspace ks, Arena a, uint64_t off, unsigned states) except NULL:
     """entry_at; a namespace reaches only its own tenant's entries (the Arena, the
     administrator's handle, reaches any, so the connection layer can unpin through it)."""
@@ -1716,11 +1763,6 @@ cdef class Keyspace:
     Arena.namespace(id) gives another tenant's, a Namespace, which command handlers can
     use wherever they use the Arena. A namespace's offset methods (view, pin, ...) take
     only its own tenant's entries; the Arena's take any tenant's."""
-    cdef bint is_arena           # this is the Arena itself (tenant 0)
-    cdef Arena owner             # a namespace's arena
-    cdef readonly unsigned tenant
-    cdef uint64_t incarnation    # the tenant's when bound: a dropped tenant's namespace
-                                 # must not reach a new tenant created in the same slot
 
     @property
     def databases(self):
@@ -2200,19 +2242,6 @@ cdef class Arena(Keyspace):
     entries. Lowering a quota evicts nothing by itself: the tenant's next write does.
     A failed write (not a failed reserve) counts as a rejected write of the tenant.
     """
-    # the process's handle on the mapping and its eviction settings; everything
-    # that describes the cache lives in the mapping itself
-    cdef char* base              # start of the mapping (the superblock); NULL once closed
-    cdef size_t map_size
-    cdef int fd
-    cdef int policy_id           # the arena's maxmemory-policy (tenants without their own follow it)
-    cdef int samples
-    cdef uint64_t maxmem         # 0 = the whole heap
-    cdef uint64_t rng            # xorshift state for the random/LFU policies
-    cdef int ndb
-    cdef readonly object path
-    cdef readonly str recovery
-    cdef readonly Py_ssize_t dropped_entries
 
     def __cinit__(self):
         self.base = NULL

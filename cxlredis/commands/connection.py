@@ -3,7 +3,9 @@ import time
 
 from .. import acl, errors
 from ..errors import CommandError
+from ..monitoring import is_unix_client
 from .args import parse_int, upper
+from .transactions import watched_keys_changed
 
 PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
 BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
@@ -86,6 +88,7 @@ def cmd_reset(c, argv):
     c.reply_mode = "on"
     c.name = b""
     c.no_evict = False
+    c.server.monitoring.monitors.discard(c)
     c.server.acl.attach(c)
     c.reply.simple("RESET")
 
@@ -128,104 +131,149 @@ def cmd_client_getname(c, argv):
 
 
 def cmd_client_list(c, argv):
-    clients = list(c.server.clients.values())
-    i = 2
-    while i < len(argv):
-        option = upper(argv[i])
-        if option == "TYPE" and i + 1 < len(argv):
-            kind = upper(argv[i + 1])
-            if kind not in ("NORMAL", "MASTER", "REPLICA", "SLAVE", "PUBSUB"):
-                raise CommandError(f"ERR Unknown client type '{errors._clip(argv[i + 1], 128)}'")
-            # Every client here is a normal one: no replication, no pub/sub yet.
-            clients = clients if kind == "NORMAL" else []
-            i += 2
-        elif option == "ID" and i + 1 < len(argv):
-            ids = set()
-            for arg in argv[i + 1:]:
-                ident = parse_int(arg, "ERR Invalid client ID")
-                if ident <= 0:
-                    raise CommandError("ERR Invalid client ID")
-                ids.add(ident)
-            clients = [cl for cl in clients if cl.id in ids]
-            i = len(argv)
-        else:
-            raise CommandError(errors.SYNTAX)
-    c.reply.verbatim("".join(client_info_line(cl) + "\n" for cl in sorted(clients, key=lambda cl: cl.id)))
+    """CLIENT LIST [TYPE type | ID id...], as Redis 7.0 parses it: one filter at most."""
+    if len(argv) == 4 and upper(argv[2]) == "TYPE":
+        kind = client_type(argv[3])
+        clients = [cl for cl in visible_clients(c) if kind == "normal"]
+    elif len(argv) > 3 and upper(argv[2]) == "ID":
+        # IDs in the order given, repeats included; an ID that is no client lists nothing.
+        ids = [parse_int(arg, "ERR Invalid client ID") for arg in argv[3:]]
+        by_id = {cl.id: cl for cl in visible_clients(c)}
+        clients = [by_id[ident] for ident in ids if ident in by_id]
+    elif len(argv) == 2:
+        clients = visible_clients(c)
+    else:
+        raise CommandError(errors.SYNTAX)
+    c.reply.verbatim("".join(client_info_line(cl, argv if cl is c else None) + "\n"
+                             for cl in clients))
 
 
 def cmd_client_info(c, argv):
-    c.reply.verbatim(client_info_line(c) + "\n")
+    c.reply.verbatim(client_info_line(c, argv) + "\n")
 
 
-def client_info_line(cl):
+def visible_clients(c):
+    """The clients c may list or kill, by id: all of them for an administrator, its own
+    tenant's for a tenant's connection (their names and commands are that tenant's)."""
+    clients = sorted(c.server.clients.values(), key=lambda cl: cl.id)
+    if c.tenant is None:
+        return clients
+    return [cl for cl in clients if cl.tenant == c.tenant]
+
+
+def client_type(arg):
+    """A client type name as CLIENT LIST/KILL TYPE take it. Every client here is of the
+    normal class (monitors are, in Redis too): no replication, no pub/sub."""
+    kind = bytes(arg).decode("utf-8", "replace").lower()
+    if kind not in ("normal", "master", "replica", "slave", "pubsub"):
+        raise CommandError(f"ERR Unknown client type '{errors._clip(arg, 128)}'")
+    return kind
+
+
+def client_flags(cl):
+    """Redis's flag letters, in its order: O monitor, x MULTI, d a watched key changed,
+    c closing after the reply, U unix socket, e no-evict; N for none."""
+    flags = "O" if cl in cl.server.monitoring.monitors else ""
+    if cl.multi is not None:
+        flags += "x"
+    if cl.watched and watched_keys_changed(cl):
+        flags += "d"
+    if cl.closing:
+        flags += "c"
+    if is_unix_client(cl):
+        flags += "U"
+    if cl.no_evict:
+        flags += "e"
+    return flags or "N"
+
+
+def client_info_line(cl, running=None):
+    """One CLIENT LIST line: Redis 7.0's fields in its order, then those of Redis 7.2's
+    CLIENT SETINFO, then cxlredis's own tenant. `running` is the command cl is running
+    (CLIENT LIST/INFO itself, for the caller): its arguments are argv-mem. Buffer fields
+    are cxlredis's: qbuf the bytes received and not yet parsed, obl the reply bytes not yet
+    handed to the transport, oll the arena values they reference, omem the bytes the
+    transport still holds; Redis's buffer-capacity fields (qbuf-free, rbs, rbp) are 0."""
     now = time.monotonic()
-    flags = ("x" if cl.multi is not None else "") + ("e" if cl.no_evict else "") or "N"
     qbuf = cl.parser.buffered
+    argv_mem = sum(len(arg) for arg in running) if running else 0
+    multi_mem = sum(len(arg) for queued in cl.multi for arg in queued) if cl.multi else 0
     obl = cl.reply.pending
     omem = cl.transport.get_write_buffer_size() if cl.transport is not None else 0
+    events = ("" if cl.reading_paused else "r") + ("w" if omem else "")
     return (f"id={cl.id} addr={cl.addr} laddr={cl.laddr} fd={cl.fd} "
             f"name={cl.name.decode('utf-8', 'replace')} age={int(now - cl.created)} "
-            f"idle={int(now - cl.last_interaction)} flags={flags} db={cl.db} sub=0 psub=0 ssub=0 "
-            f"multi={len(cl.multi) if cl.multi is not None else -1} qbuf={qbuf} qbuf-free=0 "
-            f"argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll={len(cl.inflight_pins)} omem={omem} "
-            f"tot-mem={qbuf + obl + omem} events=r cmd={cl.last_command} "
-            f"user={cl.user.name.decode('utf-8', 'replace')} redir=-1 "
+            f"idle={int(now - cl.last_interaction)} flags={client_flags(cl)} db={cl.db} "
+            f"sub=0 psub=0 ssub=0 multi={len(cl.multi) if cl.multi is not None else -1} "
+            f"qbuf={qbuf} qbuf-free=0 argv-mem={argv_mem} multi-mem={multi_mem} rbs=0 rbp=0 "
+            f"obl={obl} oll={len(cl.inflight_pins)} omem={omem} "
+            f"tot-mem={qbuf + argv_mem + multi_mem + obl + omem} events={events} "
+            f"cmd={cl.last_command} user={cl.user.name.decode('utf-8', 'replace')} redir=-1 "
             f"resp={cl.protocol} lib-name={cl.lib_name.decode('utf-8', 'replace')} "
-            f"lib-ver={cl.lib_ver.decode('utf-8', 'replace')}")
+            f"lib-ver={cl.lib_ver.decode('utf-8', 'replace')} tenant={cl.tenant or ''}")
 
 
 def cmd_client_kill(c, argv):
-    server = c.server
-    if len(argv) == 3:  # the old form: CLIENT KILL addr:port
+    """CLIENT KILL addr:port (OK or an error), or CLIENT KILL <filter> <value>... (the number
+    killed): Redis 7.0's filters ID, TYPE, USER, ADDR, LADDR, SKIPME, plus Redis 7.4's
+    MAXAGE. Options are read in order, the first bad one answering; a repeated option
+    replaces the earlier one. A tenant's connection reaches its own tenant's clients only."""
+    if len(argv) == 3:  # the old form, which may kill the caller itself
         addr = bytes(argv[2]).decode("utf-8", "replace")
-        victims = [cl for cl in server.clients.values() if cl.addr == addr]
+        victims = [cl for cl in visible_clients(c) if cl.addr == addr]
         if not victims:
             raise CommandError(NO_SUCH_CLIENT)
-        kill(c, victims[:1], argv)
         c.reply.ok()
+        kill(c, victims, argv)
         return
-    if len(argv) % 2 != 0:
-        raise CommandError(errors.SYNTAX)
-    filters = []
+    wanted = {}
     skipme = True
     for i in range(2, len(argv), 2):
-        option, value = upper(argv[i]), bytes(argv[i + 1]).decode("utf-8", "replace")
+        option = upper(argv[i])
+        if i + 1 == len(argv):
+            raise CommandError(errors.SYNTAX)
+        value = argv[i + 1]
         if option == "ID":
-            ident = parse_int(argv[i + 1], "ERR client-id should be greater than 0")
+            ident = parse_int(value, "ERR client-id should be greater than 0")
             if ident <= 0:
                 raise CommandError("ERR client-id should be greater than 0")
-            filters.append(lambda cl, ident=ident: cl.id == ident)
-        elif option == "ADDR":
-            filters.append(lambda cl, value=value: cl.addr == value)
-        elif option == "LADDR":
-            filters.append(lambda cl, value=value: cl.laddr == value)
+            wanted["id"] = ident
         elif option == "TYPE":
-            kind = value.lower()
-            if kind not in ("normal", "master", "replica", "slave", "pubsub"):
-                raise CommandError(f"ERR Unknown client type '{value}'")
-            filters.append(lambda cl, kind=kind: kind == "normal")
+            wanted["type"] = client_type(value)
         elif option == "USER":
-            user = server.acl.users.get(bytes(argv[i + 1]))
+            user = c.server.acl.users.get(bytes(value))
             if user is None:
-                raise CommandError(f"ERR No such user '{errors._clip(argv[i + 1], 128)}'")
-            filters.append(lambda cl, user=user: cl.user is user)
+                raise CommandError(f"ERR No such user '{errors._clip(value, 128)}'")
+            wanted["user"] = user
+        elif option == "ADDR":
+            wanted["addr"] = bytes(value).decode("utf-8", "replace")
+        elif option == "LADDR":
+            wanted["laddr"] = bytes(value).decode("utf-8", "replace")
         elif option == "SKIPME":
-            if value.lower() not in ("yes", "no"):
+            answer = upper(value)
+            if answer not in ("YES", "NO"):
                 raise CommandError(errors.SYNTAX)
-            skipme = value.lower() == "yes"
+            skipme = answer == "YES"
         elif option == "MAXAGE":
-            maxage = parse_int(argv[i + 1], errors.NOT_INTEGER)
-            now = time.monotonic()
-            filters.append(lambda cl, maxage=maxage: now - cl.created >= maxage)
+            wanted["maxage"] = parse_int(value)
         else:
             raise CommandError(errors.SYNTAX)
-    victims = [cl for cl in c.server.clients.values()
-               if all(f(cl) for f in filters) and not (skipme and cl is c)]
-    kill(c, victims, argv)
+    now = time.monotonic()
+    victims = [cl for cl in visible_clients(c)
+               if ("id" not in wanted or cl.id == wanted["id"])
+               and wanted.get("type", "normal") == "normal"
+               and ("user" not in wanted or cl.user is wanted["user"])
+               and ("addr" not in wanted or cl.addr == wanted["addr"])
+               and ("laddr" not in wanted or cl.laddr == wanted["laddr"])
+               and ("maxage" not in wanted or now - cl.created > wanted["maxage"])
+               and not (skipme and cl is c)]
     c.reply.integer(len(victims))
+    kill(c, victims, argv)
 
 
 def kill(c, victims, argv):
+    """Close the victims; the caller's reply must be written already, since killing the
+    caller itself sends what it has and closes."""
     c.server.audit.record(c, "client_kill", filters=[bytes(a).decode("utf-8", "backslashreplace")
                                                      for a in argv[2:]],
                           killed=[cl.id for cl in victims])

@@ -193,6 +193,12 @@ DOCS = {
     "client|reply": doc(oneof("on_off_skip", token("ON"), token("OFF"), token("SKIP"))),
 
     # --- server -----------------------------------------------------------
+    "slowlog|get": doc(integer("count", optional=True),
+                       history=("4.0.0: Added client IP address, port and name to the reply.",)),
+    "latency|history": doc(string("event")),
+    "latency|graph": doc(string("event")),
+    "latency|reset": doc(string("event", optional=True, multiple=True)),
+    "latency|histogram": doc(string("command", optional=True, multiple=True)),
     "info": doc(string("section", optional=True, multiple=True),
                 history=("7.0.0: Added support for taking multiple section arguments.",)),
     "config|get": doc(

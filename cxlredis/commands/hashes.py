@@ -43,9 +43,10 @@ def decode(data):
     return fields
 
 
-def read_hash(c, key, touch=True):
-    """The hash at key as a dict ({} when missing); WRONGTYPE for another type."""
-    off = c.store.lookup(c.db, key, touch)
+def read_hash(c, key, for_write=False):
+    """The hash at key as a dict ({} when missing); WRONGTYPE for another type. A write's
+    lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
+    off = c.store.lookup(c.db, key, stats=not for_write)
     if not off:
         return {}
     if c.store.entry_type(off) != TYPE_HASH:
@@ -69,7 +70,7 @@ def field_pairs(argv, start, command):
 
 def cmd_hset(c, argv):
     pairs = field_pairs(argv, 2, "hset")
-    fields = read_hash(c, argv[1])
+    fields = read_hash(c, argv[1], for_write=True)
     added = sum(1 for f, _ in pairs if f not in fields)
     fields.update(pairs)
     write_hash(c, argv[1], fields)
@@ -78,14 +79,14 @@ def cmd_hset(c, argv):
 
 def cmd_hmset(c, argv):
     pairs = field_pairs(argv, 2, "hmset")
-    fields = read_hash(c, argv[1])
+    fields = read_hash(c, argv[1], for_write=True)
     fields.update(pairs)
     write_hash(c, argv[1], fields)
     c.reply.ok()
 
 
 def cmd_hsetnx(c, argv):
-    fields = read_hash(c, argv[1])
+    fields = read_hash(c, argv[1], for_write=True)
     field = bytes(argv[2])
     if field in fields:
         c.reply.integer(0)
@@ -131,7 +132,7 @@ def cmd_hvals(c, argv):
 
 
 def cmd_hdel(c, argv):
-    fields = read_hash(c, argv[1])
+    fields = read_hash(c, argv[1], for_write=True)
     removed = 0
     for field in argv[2:]:
         if fields.pop(bytes(field), None) is not None:
@@ -155,7 +156,7 @@ def cmd_hstrlen(c, argv):
 
 def cmd_hincrby(c, argv):
     increment = parse_int(argv[3])
-    fields = read_hash(c, argv[1])
+    fields = read_hash(c, argv[1], for_write=True)
     field = bytes(argv[2])
     current = parse_int(fields[field], HASH_NOT_INTEGER) if field in fields else 0
     result = current + increment
@@ -174,7 +175,7 @@ def cmd_hincrbyfloat(c, argv):
         raise CommandError(errors.NOT_FLOAT) from None
     except OverflowError:
         raise CommandError("ERR value is NaN or Infinity") from None
-    fields = read_hash(c, argv[1])
+    fields = read_hash(c, argv[1], for_write=True)
     field = bytes(argv[2])
     try:
         result = incr_by_float(fields.get(field), increment)

@@ -254,10 +254,11 @@ def reply_command_docs(c, spec):
     docs = DOCS.get(spec.name, NO_DOCS)
     optional = (docs.doc_flags, docs.deprecated_since, docs.replaced_by, docs.history,
                 docs.arguments, spec.subcommands)
-    r.map(4 + sum(1 for part in optional if part))
+    r.map(3 + bool(spec.complexity) + sum(1 for part in optional if part))
     for field in ("summary", "since", "group", "complexity"):
-        r.bulk(field)
-        r.bulk(getattr(spec, field))
+        if getattr(spec, field):    # only MONITOR has no complexity
+            r.bulk(field)
+            r.bulk(getattr(spec, field))
     if docs.doc_flags:
         r.bulk("doc_flags")
         _reply_simple_set(r, docs.doc_flags)

@@ -116,6 +116,9 @@ _ACL_ADMIN = "admin noscript loading stale"
 # ACL CAT must answer as Redis's does, so the family has no category of its own.
 _TENANT = dict(group="server", family="tenant", since="0.1.0")
 _TENANT_ADMIN = "admin noscript loading stale"
+_WATCH = dict(group="server", family="monitoring")
+_WATCH_ADMIN = "admin noscript loading stale"
+_LATENCY_TIPS = ("nondeterministic_output", "request_policy:all_nodes", "response_policy:special")
 
 SPECS = [
     # --- connection -------------------------------------------------------
@@ -292,6 +295,47 @@ SPECS = [
         tips=("request_policy:all_shards", "response_policy:all_succeeded")),
     cmd("debug", -2, "admin noscript loading stale", **_SERVER,
         summary="A container for debugging commands", since="1.0.0", complexity="Depends on subcommand."),
+
+    # --- introspection (commands/monitoring.py) ---------------------------
+    cmd("slowlog", -2, **_WATCH, summary="A container for slow log commands", since="2.2.12",
+        complexity="Depends on subcommand."),
+    cmd("slowlog|get", -2, "admin loading stale", **_WATCH, summary="Get the slow log's entries",
+        since="2.2.12", complexity="O(N) where N is the number of entries returned",
+        tips=("request_policy:all_nodes", "nondeterministic_output")),
+    cmd("slowlog|len", 2, "admin loading stale", **_WATCH, summary="Get the slow log's length",
+        since="2.2.12", complexity="O(1)",
+        tips=("request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output")),
+    cmd("slowlog|reset", 2, "admin loading stale", **_WATCH,
+        summary="Clear all entries from the slow log", since="2.2.12",
+        complexity="O(N) where N is the number of entries in the slowlog",
+        tips=("request_policy:all_nodes", "response_policy:all_succeeded")),
+    cmd("slowlog|help", 2, "loading stale", **_WATCH,
+        summary="Show helpful text about the different subcommands", since="6.2.0", complexity="O(1)"),
+    cmd("latency", -2, **_WATCH, summary="A container for latency diagnostics commands",
+        since="2.8.13", complexity="Depends on subcommand."),
+    cmd("latency|latest", 2, _WATCH_ADMIN, **_WATCH,
+        summary="Return the latest latency samples for all events.", since="2.8.13",
+        complexity="O(1)", tips=_LATENCY_TIPS),
+    cmd("latency|history", 3, _WATCH_ADMIN, **_WATCH,
+        summary="Return timestamp-latency samples for the event.", since="2.8.13",
+        complexity="O(1)", tips=_LATENCY_TIPS),
+    cmd("latency|reset", -2, _WATCH_ADMIN, **_WATCH,
+        summary="Reset latency data for one or more events.", since="2.8.13", complexity="O(1)",
+        tips=("request_policy:all_nodes", "response_policy:all_succeeded")),
+    cmd("latency|doctor", 2, _WATCH_ADMIN, **_WATCH,
+        summary="Return a human readable latency analysis report.", since="2.8.13",
+        complexity="O(1)", tips=_LATENCY_TIPS),
+    cmd("latency|graph", 3, _WATCH_ADMIN, **_WATCH, summary="Return a latency graph for the event.",
+        since="2.8.13", complexity="O(1)", tips=_LATENCY_TIPS),
+    cmd("latency|histogram", -2, _WATCH_ADMIN, **_WATCH,
+        summary="Return the cumulative distribution of latencies of a subset of commands or all.",
+        since="7.0.0", complexity="O(N) where N is the number of commands with latency "
+        "information being retrieved.", tips=_LATENCY_TIPS),
+    cmd("latency|help", 2, "loading stale", **_WATCH,
+        summary="Show helpful text about the different subcommands.", since="2.8.13",
+        complexity="O(1)"),
+    cmd("monitor", 1, _WATCH_ADMIN, **_WATCH,
+        summary="Listen for all requests received by the server in real time", since="1.0.0"),
 
     # --- transactions -----------------------------------------------------
     cmd("multi", 1, "noscript loading stale fast allow_busy", acl="transaction", **_TX,

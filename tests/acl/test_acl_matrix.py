@@ -64,10 +64,12 @@ FAILS_ANYWAY = {
     "tenant|create": b"-ERR tenant 'default' already exists\r\n",
     "tenant|delete": b"-ERR the default tenant cannot be deleted\r\n",
     "tenant|set": None,  # the default tenant is bounded by maxmemory, not changed by TENANT SET
+    "latency|graph": b"-ERR No samples available for event 'v'\r\n",
 }
 # Calls that change the connection itself: run on a connection of their own.
 OWN_CONNECTION = {"quit", "reset", "multi", "hello", "client|reply", "client|setname",
-                  "client|no-evict", "client|setinfo", "client|maint_notifications", "auth"}
+                  "client|no-evict", "client|setinfo", "client|maint_notifications", "auth",
+                  "monitor"}
 
 VALUES = {"string": "v", "integer": "1", "double": "1.5", "unix-time": "4102444800",
           "pattern": "*"}

@@ -198,6 +198,8 @@ CLIENT_INFO_VARYING = {
 # Redis 7.2 added these with CLIENT SETINFO (which redis-py's handshake uses and
 # cxlredis implements); the 7.0 oracle does not have them.
 CLIENT_INFO_NEWER = {"lib-name", "lib-ver"}
+# cxlredis's own last field: the tenant the connection is bound to (empty for administrators).
+CLIENT_INFO_OURS = {"tenant"}
 
 
 def client_info_fields(argv, reply):
@@ -208,7 +210,7 @@ def client_info_fields(argv, reply):
     fields = []
     for item in text.strip().split(" "):
         name, _, value = item.partition("=")
-        if name in CLIENT_INFO_NEWER:
+        if name in CLIENT_INFO_NEWER or name in CLIENT_INFO_OURS:
             continue
         fields.append((name, "<varies>" if name in CLIENT_INFO_VARYING else value))
     return fields

@@ -1,0 +1,71 @@
+# The typed boundary of cxlredis._resp (ext/_resp.pyx), for the C fast path (ext/_fastpath.pyx).
+from cpython.buffer cimport Py_buffer
+
+
+cdef class RequestParser:
+    # Input buffer: a bytearray that is replaced, never resized, so a view
+    # handed out by get_buffer() stays valid even if the parser grows.
+    cdef bytearray _buf
+    cdef object _view               # memoryview over _buf
+    cdef char *_data
+    cdef Py_ssize_t _cap
+    cdef Py_ssize_t _start          # first unparsed byte
+    cdef Py_ssize_t _end            # end of received bytes
+    cdef Py_ssize_t _need           # bytes needed from _start before parsing can move on
+    cdef Py_ssize_t _scanned        # bytes of the current header line known to hold no terminator
+    cdef bint _blocked              # a NUL precedes the terminator: the line can never complete
+
+    # Command being assembled
+    cdef list _args                 # None between commands
+    cdef long long _remaining       # bulk arguments still expected
+    cdef long long _bulk_len        # length of the small bulk being received, -1 = header expected
+    cdef Py_ssize_t _skip           # bytes to drop before parsing (the CRLF after a large argument)
+    cdef list _handed_back          # a complete command the fast path did not run: next_command() gives it first
+
+    # Large argument received into a caller-supplied target
+    cdef Py_ssize_t _target_len     # 0 = none
+    cdef Py_ssize_t _filled
+    cdef bint _target_set
+    cdef Py_buffer _target_buf
+    cdef object _target_view
+    cdef object _token
+
+    # Sticky error (the connection is dead after one): class and text, raised
+    # afresh each time so no traceback ties the parser into a cycle.
+    cdef object _error_class
+    cdef str _error_text
+    cdef bint _closed               # drop_target() was called: input is ignored from then on
+    cdef long long _max_bulk
+    cdef long long _query_limit
+    cdef Py_ssize_t _threshold
+    cdef bint _authenticated
+
+    cdef int _new_buffer(self, Py_ssize_t capacity) except -1
+    cdef int _make_room(self) except -1
+    cdef int _finish_target(self) except -1
+    cdef void _release_target(self) noexcept
+    cpdef object next_command(self)
+    cdef int hand_back(self, list argv) except -1
+    cdef int _fail(self, str message) except -1
+    cdef Py_ssize_t _find_line(self, char terminator) noexcept
+    cdef object _advance(self)
+
+
+cdef class ReplyWriter:
+    cdef char *_buf
+    cdef Py_ssize_t _len
+    cdef Py_ssize_t _cap
+    cdef list _large                # [(position in _buf, object, nbytes)]: sent by reference before _buf[position:]
+    cdef Py_ssize_t _large_bytes
+    cdef list _tokens               # tokens of pinned_bulk() calls not yet handed over
+    cdef int _resp
+    cdef Py_ssize_t _threshold
+    cdef size_t _epoch              # bumped by flush() and discard(): older marks are stale
+
+    cdef char *_reserve(self, Py_ssize_t n) except NULL
+    cdef int _put(self, const char *data, Py_ssize_t n) except -1
+    cdef int _header(self, char kind, long long n) except -1
+    cdef int _queue(self, object obj, Py_ssize_t n) except -1
+    cdef int _null(self) except -1
+    cdef int _copied_bulk(self, const char *data, Py_ssize_t n) except -1
+    cdef int _bulk_from(self, object data) except -1

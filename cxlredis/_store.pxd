@@ -1,0 +1,43 @@
+# The typed boundary of cxlredis._store (ext/_store.pyx), for the C fast path (ext/_fastpath.pyx).
+from libc.stdint cimport uint64_t
+
+
+cdef class Arena
+
+
+cdef class Keyspace:
+    cdef bint is_arena           # this is the Arena itself (tenant 0)
+    cdef Arena owner             # a namespace's arena
+    cdef readonly unsigned tenant
+    cdef uint64_t incarnation    # the tenant's when bound: a dropped tenant's namespace
+                                 # must not reach a new tenant created in the same slot
+
+
+cdef class Arena(Keyspace):
+    # the process's handle on the mapping and its eviction settings; everything
+    # that describes the cache lives in the mapping itself
+    cdef char* base              # start of the mapping (the superblock); NULL once closed
+    cdef size_t map_size
+    cdef int fd
+    cdef int policy_id           # the arena's maxmemory-policy (tenants without their own follow it)
+    cdef int samples
+    cdef uint64_t maxmem         # 0 = the whole heap
+    cdef uint64_t rng            # xorshift state for the random/LFU policies
+    cdef int ndb
+    cdef readonly object path
+    cdef readonly str recovery
+    cdef readonly Py_ssize_t dropped_entries
+
+    cdef int _attach(self, bint reset, bint hugepages, bint prefault, int numa_node) except -1
+
+
+cdef class Namespace(Keyspace):
+    pass
+
+
+# GET and SET of plain strings, for the fast path: the same lookups, LRU touches,
+# counters and commits as the Python-level methods, without a Python call.
+cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
+                    const char **value, Py_ssize_t *value_len) except -2
+cdef int set_string(Keyspace ks, int db, object key, object value) except -1
+cdef bint under_maxmemory(Arena a) except -1

@@ -1,0 +1,161 @@
+"""The Prometheus exporter (metrics-port): the counters INFO shows, as metrics.
+
+prometheus-client serves GET /metrics from a thread of its own, so a scrape
+never waits for the event loop and the loop never waits for a scrape. The
+collector reads the server's counters at scrape time: Python counters are
+copied (each copy is atomic under the GIL) and the arena's counters are read by
+one Cython call each, which also holds the GIL; the exporter is stopped before
+the arena is unmapped.
+"""
+import logging
+import time
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from .metrics import LATENCY_BUCKETS
+
+log = logging.getLogger("cxlredis")
+
+# Upper bounds of the command latency buckets, in seconds: bucket i counts calls under
+# 2**i microseconds (Stats.commands); the last one is +Inf.
+_BOUNDS = [f"{(1 << i) / 1e6:.6g}" for i in range(LATENCY_BUCKETS - 1)] + ["+Inf"]
+
+# Per-tenant metrics: (name, help, key in Arena.tenants(), counter?)
+_TENANT_METRICS = (
+    ("tenant_stored_bytes", "Bytes of arena blocks on the tenant's bill.", "used_bytes", False),
+    ("tenant_quota_bytes", "The tenant's memory quota (0: none).", "quota", False),
+    ("tenant_keys", "Keys the tenant holds.", "keys", False),
+    ("tenant_commands", "Commands run by the tenant's connections.", "commands", True),
+    ("tenant_hits", "Key lookups that found a key.", "keyspace_hits", True),
+    ("tenant_misses", "Key lookups that found nothing.", "keyspace_misses", True),
+    ("tenant_evictions", "The tenant's keys evicted.", "evicted_keys", True),
+    ("tenant_expirations", "The tenant's keys expired.", "expired_keys", True),
+    ("tenant_rejected_writes", "Writes refused for lack of room (-OOM).", "rejected_writes", True),
+    ("tenant_net_input_bytes", "Request bytes received for the tenant.", "bytes_in", True),
+    ("tenant_net_output_bytes", "Reply bytes sent to the tenant's clients.", "bytes_out", True),
+)
+
+
+class ServerCollector:
+    """Builds every metric family from the server's state at scrape time."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def collect(self):
+        server = self.server
+        yield from self._commands(server)
+        yield from self._server(server)
+        yield from self._arena(server)
+        yield from self._tenants(server)
+
+    def _commands(self, server):
+        calls = CounterMetricFamily("cxlredis_commands", "Commands run, by command.", labels=["command"])
+        errors = CounterMetricFamily("cxlredis_command_errors",
+                                     "Commands refused before running or failed, by command.",
+                                     labels=["command"])
+        latency = HistogramMetricFamily("cxlredis_command_duration_seconds",
+                                        "Time spent running each command.", labels=["command"])
+        for name, counters in sorted(dict(server.stats.commands).items()):
+            count, usec, rejected, failed, buckets = counters[0], counters[1], counters[2], counters[3], \
+                list(counters[4])
+            calls.add_metric([name], count)
+            errors.add_metric([name], rejected + failed)
+            cumulative, total = [], 0
+            for bound, n in zip(_BOUNDS, buckets):
+                total += n
+                cumulative.append((bound, total))
+            latency.add_metric([name], cumulative, usec / 1e6)
+        yield from (calls, errors, latency)
+
+    def _server(self, server):
+        stats = server.stats
+        arena = server.store.stats()
+        yield GaugeMetricFamily("cxlredis_uptime_seconds", "Seconds since the server started.",
+                                value=time.time() - server.start_time)
+        yield GaugeMetricFamily("cxlredis_connected_clients", "Client connections open.",
+                                value=len(server.clients))
+        yield GaugeMetricFamily("cxlredis_blocked_clients",
+                                "Clients blocked in a command (cxlredis has no blocking commands).",
+                                value=0)
+        yield CounterMetricFamily("cxlredis_connections_received", "Connections accepted.",
+                                  value=stats.total_connections_received)
+        yield CounterMetricFamily("cxlredis_rejected_connections", "Connections refused (maxclients).",
+                                  value=stats.rejected_connections)
+        yield CounterMetricFamily("cxlredis_net_input_bytes", "Bytes received from clients.",
+                                  value=stats.net_input_bytes)
+        yield CounterMetricFamily("cxlredis_net_output_bytes", "Bytes of replies sent to clients.",
+                                  value=stats.net_output_bytes)
+        yield CounterMetricFamily("cxlredis_error_replies", "Error replies sent.",
+                                  value=stats.total_error_replies)
+        for name, key, help_text in (
+                ("expired_keys", "expired_keys", "Keys deleted because their TTL passed."),
+                ("evicted_keys", "evicted_keys", "Keys evicted to stay within maxmemory or a quota."),
+                ("keyspace_hits", "keyspace_hits", "Key lookups that found a key."),
+                ("keyspace_misses", "keyspace_misses", "Key lookups that found nothing.")):
+            yield CounterMetricFamily(f"cxlredis_{name}", help_text, value=arena[key])
+        keys = GaugeMetricFamily("cxlredis_keys", "Keys in each database (default tenant).",
+                                 labels=["db"])
+        for db in range(server.config["databases"]):
+            count = server.store.dbsize(db)
+            if count:
+                keys.add_metric([str(db)], count)
+        yield keys
+
+    def _arena(self, server):
+        arena = server.store.stats()
+        for name, value, help_text in (
+                ("arena_size_bytes", server.store.size, "Size of the arena mapping."),
+                ("arena_heap_bytes", arena["heap_size"], "Bytes of the arena's value heap."),
+                ("arena_used_bytes", arena["heap_used"], "Heap bytes in use (entries, reservations)."),
+                ("arena_free_bytes", arena["free_bytes"], "Heap bytes free."),
+                ("arena_largest_free_block_bytes", arena["largest_free"], "The largest free block."),
+                ("arena_dataset_bytes", arena["used_memory_dataset"], "Bytes of keys and values stored."),
+                ("arena_entries", arena["entries"], "Entries in the arena, every tenant's."),
+                ("arena_pinned_entries", arena["pinned"], "Entries pinned by replies being sent."),
+                ("maxmemory_bytes", arena["maxmemory"] or arena["heap_size"],
+                 "The effective maxmemory (the heap size when maxmemory is 0)."),
+                ("used_memory_bytes", arena["used_memory"], "used_memory as INFO reports it.")):
+            yield GaugeMetricFamily(f"cxlredis_{name}", help_text, value=value)
+        yield GaugeMetricFamily("cxlredis_arena_fragmentation_ratio",
+                                "1 - largest free block / free bytes (0: the free space is one block).",
+                                value=arena["fragmentation"])
+
+    def _tenants(self, server):
+        families = {}
+        for name, help_text, _, counter in _TENANT_METRICS:
+            kind = CounterMetricFamily if counter else GaugeMetricFamily
+            families[name] = kind(f"cxlredis_{name}", help_text, labels=["tenant"])
+        for tenant in server.store.tenants():
+            for name, _, key, _ in _TENANT_METRICS:
+                families[name].add_metric([tenant["name"]], tenant[key])
+        yield from families.values()
+
+
+class Exporter:
+    """The HTTP endpoint's thread, started and stopped with the server."""
+
+    def __init__(self, server):
+        self.server = server
+        self.httpd = None
+
+    def start(self):
+        cfg = self.server.config
+        port = cfg["metrics-port"]
+        if not port:
+            return
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(ServerCollector(self.server))
+        try:
+            self.httpd, _ = start_http_server(port, cfg["metrics-bind"], registry=registry)
+        except OSError as e:
+            raise SystemExit(f"Could not start the Prometheus exporter on "
+                             f"{cfg['metrics-bind']}:{port}: {e}")
+        log.notice("Prometheus metrics on http://%s:%d/metrics", cfg["metrics-bind"], port)
+
+    def stop(self):
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None

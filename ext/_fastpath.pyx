@@ -1,0 +1,158 @@
+# cython: language_level=3
+"""The connection's fast path: plain GET and SET run in C.
+
+A pipeline of small GETs and SETs spends most of its time in the general
+Python path (spec lookup, ACL and MULTI checks, timing, handler frames) rather
+than in the work itself. When a connection is in the common state -
+authenticated as an unrestricted user, outside MULTI, replies on, nobody
+MONITORing - `serve` runs the `GET key` and `SET key value` commands at the head
+of its input here: the same arena calls, replies, eviction check and
+commandstats (calls, microseconds, latency buckets) as the general path, which
+still runs everything else. Values that arrived in arena slots, and values
+large enough to be sent by reference, take the general path too: for them the
+per-command cost does not matter.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from libc.stdint cimport int64_t
+from libc.string cimport memcmp
+
+from cxlredis._resp cimport ReplyWriter, RequestParser
+from cxlredis._store cimport Arena, Keyspace, get_string, set_string, under_maxmemory
+
+from cxlredis._store import OutOfMemory
+
+cdef extern from "<time.h>" nogil:
+    ctypedef long time_t
+    struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int clk_id, timespec *tp)
+    enum: CLOCK_MONOTONIC
+
+cdef enum:
+    LATENCY_BUCKETS = 36    # cxlredis.metrics.LATENCY_BUCKETS
+
+cdef enum Op:
+    NOT_FAST = -1
+    GET = 0
+    SET = 1
+
+
+cdef inline int64_t monotonic_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
+cdef inline bint is_name(object arg, const char *upper, const char *lower) noexcept:
+    """arg spells the 3-letter command name in any case."""
+    cdef const char *s
+    cdef int i
+    if type(arg) is not bytes or PyBytes_GET_SIZE(arg) != 3:
+        return False
+    s = PyBytes_AS_STRING(arg)
+    for i in range(3):
+        if s[i] != upper[i] and s[i] != lower[i]:
+            return False
+    return True
+
+
+cdef inline int op_of(list argv) noexcept:
+    cdef Py_ssize_t argc = PyList_GET_SIZE(argv)
+    cdef object name = <object>PyList_GET_ITEM(argv, 0)
+    if argc == 2 and is_name(name, b"GET", b"get"):
+        return GET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes else NOT_FAST
+    if argc == 3 and is_name(name, b"SET", b"set"):
+        return (SET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes
+                and type(<object>PyList_GET_ITEM(argv, 2)) is bytes else NOT_FAST)
+    return NOT_FAST
+
+
+cdef class Counters:
+    """What the fast path ran since the last fold into the server's Stats."""
+    cdef long long calls[2]
+    cdef long long usec[2]
+    cdef long long buckets[2][LATENCY_BUCKETS]
+    cdef readonly int last                  # the last command run: 0 GET, 1 SET
+    cdef public object observed             # argv of a command that reached watch_from_us...
+    cdef public long long observed_us       # ...and its microseconds
+
+    def fold(self, get_counters, set_counters):
+        """Add the counts to the commandstats lists [calls, usec, rejected, failed,
+        buckets] of GET and SET, and start again from zero."""
+        cdef int op, i
+        for op, counters in ((GET, get_counters), (SET, set_counters)):
+            if not self.calls[op]:
+                continue
+            counters[0] += self.calls[op]
+            counters[1] += self.usec[op]
+            buckets = counters[4]
+            for i in range(LATENCY_BUCKETS):
+                if self.buckets[op][i]:
+                    buckets[i] += self.buckets[op][i]
+                    self.buckets[op][i] = 0
+            self.calls[op] = self.usec[op] = 0
+
+
+def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
+          Counters counters, long long watch_from_us):
+    """Run the plain GETs and SETs at the head of the parser's input.
+
+    Stops at the first other command (handed back to the parser, so next_command()
+    gives it), at the end of the input, on a parse error (next_command() raises it
+    again), when the arena is over maxmemory (the general path evicts), and after a
+    command that took watch_from_us or longer (counters.observed, for the caller to
+    show to SLOWLOG, LATENCY and MONITOR). Returns how many commands ran.
+    """
+    cdef int op, found, bucket
+    cdef int ran = 0
+    cdef list argv
+    cdef object key
+    cdef const char *value
+    cdef Py_ssize_t value_len
+    cdef int64_t start, elapsed_us
+    while True:
+        try:
+            argv = parser.next_command()
+        except Exception:
+            break
+        if argv is None:
+            break
+        op = op_of(argv)
+        if op == NOT_FAST or not under_maxmemory(arena):
+            parser.hand_back(argv)
+            break
+        start = monotonic_ns()
+        key = <object>PyList_GET_ITEM(argv, 1)
+        if op == GET:
+            found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                               reply._threshold, &value, &value_len)
+            if found < 0:
+                parser.hand_back(argv)  # WRONGTYPE, or a value sent by reference
+                break
+            if found:
+                reply._copied_bulk(value, value_len)
+            else:
+                reply._null()
+        else:
+            try:
+                set_string(store, db, key, <object>PyList_GET_ITEM(argv, 2))
+            except OutOfMemory:
+                parser.hand_back(argv)  # the general path answers -OOM and counts it
+                break
+            reply._put(b"+OK\r\n", 5)
+        elapsed_us = (monotonic_ns() - start) // 1000
+        bucket = 0
+        while bucket < LATENCY_BUCKETS - 1 and (elapsed_us >> bucket):
+            bucket += 1
+        counters.calls[op] += 1
+        counters.usec[op] += elapsed_us
+        counters.buckets[op][bucket] += 1
+        counters.last = op
+        ran += 1
+        if elapsed_us >= watch_from_us:
+            counters.observed = argv
+            counters.observed_us = elapsed_us
+            break
+    return ran

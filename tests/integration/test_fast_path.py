@@ -1,0 +1,103 @@
+"""The C fast path for plain GET/SET (cxlredis._fastpath) must not get around
+anything the general path enforces: ACL key patterns, tenant namespaces,
+maxmemory, and what SLOWLOG, MONITOR and INFO commandstats observe."""
+from conftest import ReplyTimeout, encode_command, raw_connection
+
+
+def send_pipeline(conn, commands):
+    conn.send(b"".join(encode_command(*args) for args in commands))
+    return [conn.read_reply() for _ in commands]
+
+
+def info_field(conn, section, name):
+    text = conn.request("INFO", section).decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)[name]
+
+
+def test_acl_key_patterns_hold_in_a_pipeline(cxl_factory):
+    server = cxl_factory()
+    with raw_connection(server.port) as admin:
+        assert admin.request("ACL", "SETUSER", "app", "on", ">pw", "~app:*", "+@all") == b"+OK\r\n"
+        admin.request("SET", "secret", "s")
+    with raw_connection(server.port) as conn:
+        assert conn.request("AUTH", "app", "pw") == b"+OK\r\n"
+        replies = send_pipeline(conn, [("SET", "app:1", "v"), ("GET", "app:1"), ("GET", "secret"),
+                                       ("SET", "secret", "x"), ("GET", "app:1")])
+    assert replies[:2] == [b"+OK\r\n", b"$1\r\nv\r\n"]
+    assert replies[2].startswith(b"-NOPERM") and replies[3].startswith(b"-NOPERM")
+    assert replies[4] == b"$1\r\nv\r\n"
+    with raw_connection(server.port) as admin:
+        assert admin.request("GET", "secret") == b"$1\r\ns\r\n"
+
+
+def test_tenants_see_only_their_own_keys_in_a_pipeline(cxl_factory):
+    server = cxl_factory()
+    with raw_connection(server.port) as admin:
+        for name in ("a", "b"):
+            assert admin.request("ACL", "SETUSER", name, "on", f">{name}pw", "~*", "+@all") == b"+OK\r\n"
+            assert admin.request("TENANT", "CREATE", f"t{name}", "USERS", name) == b"+OK\r\n"
+    with raw_connection(server.port) as a, raw_connection(server.port) as b:
+        a.request("AUTH", "a", "apw")
+        b.request("AUTH", "b", "bpw")
+        assert send_pipeline(a, [("SET", "k", "from-a"), ("GET", "k")])[1] == b"$6\r\nfrom-a\r\n"
+        assert send_pipeline(b, [("GET", "k"), ("SET", "k", "from-b"), ("GET", "k")]) == [
+            b"$-1\r\n", b"+OK\r\n", b"$6\r\nfrom-b\r\n"]
+        assert a.request("GET", "k") == b"$6\r\nfrom-a\r\n"
+    with raw_connection(server.port) as admin:
+        assert admin.request("GET", "k") == b"$-1\r\n"
+
+
+def test_noeviction_answers_oom_and_keeps_serving_reads(cxl_factory):
+    server = cxl_factory(maxmemory="2mb", maxmemory_policy="noeviction")
+    value = b"v" * 4000
+    with raw_connection(server.port) as conn:
+        replies = send_pipeline(conn, [("SET", f"k{i}", value) for i in range(1000)])
+        assert replies[0] == b"+OK\r\n"
+        assert replies[-1].startswith(b"-OOM command not allowed when used memory > 'maxmemory'")
+        stored = replies.index(replies[-1])
+        assert all(r == b"+OK\r\n" for r in replies[:stored])
+        reads = send_pipeline(conn, [("GET", "k0"), ("GET", f"k{stored}"), ("GET", "k1")])
+        assert reads == [b"$4000\r\n" + value + b"\r\n", b"$-1\r\n", b"$4000\r\n" + value + b"\r\n"]
+        assert info_field(conn, "errorstats", "errorstat_OOM") == f"count={1000 - stored}"
+
+
+def test_slowlog_monitor_and_commandstats_see_fast_commands(cxl_factory):
+    server = cxl_factory()
+    with raw_connection(server.port) as conn, raw_connection(server.port) as monitor:
+        assert monitor.request("MONITOR") == b"+OK\r\n"
+        assert conn.request("CONFIG", "SET", "slowlog-log-slower-than", "0") == b"+OK\r\n"
+        conn.request("SLOWLOG", "RESET")
+        conn.request("CONFIG", "RESETSTAT")
+        send_pipeline(conn, [("SET", "k", "v"), ("GET", "k"), ("get", "missing")])
+        # CONFIG, SLOWLOG are admin commands: monitors never see them
+        lines = [monitor.read_reply() for _ in range(3)]
+        shown = [line.split(b"] ", 1)[1] for line in lines]
+        assert shown == [b'"SET" "k" "v"\r\n', b'"GET" "k"\r\n', b'"get" "missing"\r\n']
+        entries = conn.request("SLOWLOG", "GET", "10")
+        for argv in (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+                     b"*2\r\n$3\r\nget\r\n$7\r\nmissing\r\n"):
+            assert argv in entries
+        stats = conn.request("INFO", "commandstats").decode()
+        assert "cmdstat_get:calls=2," in stats and "cmdstat_set:calls=1," in stats
+        latency = conn.request("INFO", "latencystats").decode()
+        assert "latency_percentiles_usec_get:" in latency
+    with raw_connection(server.port) as admin, raw_connection(server.port) as conn:
+        send_pipeline(conn, [("SET", "k", "v"), ("GET", "k")])
+        listing = admin.request("CLIENT", "LIST").decode()
+        assert "cmd=client|list" in listing and "cmd=get" in listing
+
+
+def test_a_pipeline_split_mid_command_is_served_whole(cxl_factory):
+    server = cxl_factory()
+    data = b"".join(encode_command("SET", f"k{i}", f"v{i}") + encode_command("GET", f"k{i}")
+                    for i in range(200))
+    with raw_connection(server.port) as conn:
+        for start in range(0, len(data), 7):
+            conn.send(data[start:start + 7])
+        replies = [conn.read_reply() for _ in range(400)]
+        try:
+            extra = conn.read_reply(timeout=0.2)
+        except ReplyTimeout:
+            extra = None
+    assert extra is None
+    assert replies[1::2] == [b"$%d\r\nv%d\r\n" % (len(str(i)) + 1, i) for i in range(200)]
