@@ -129,7 +129,9 @@ class Client(asyncio.BufferedProtocol):
                 # Redis's pre-authentication limits hold while a password is required.
                 self.parser.authenticated = not self.server.acl.auth_required
             elif (self.multi is None and self.reply_mode == "on" and self.user.unrestricted
-                  and isinstance(store, Keyspace)):
+                  and isinstance(store, Keyspace) and self.server.monitoring.watch_from_us):
+                # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
+                # its keyspace commands and feeds every command to it)
                 commands += self._serve_fast(store)
             try:
                 argv = self.parser.next_command()

@@ -23,6 +23,7 @@ log = logging.getLogger("cxlredis")
 
 # Commands that run immediately even inside MULTI, as in Redis.
 _NOT_QUEUED = frozenset(("exec", "discard", "multi", "watch", "quit", "reset"))
+_TOUCHES_KEYSPACE = frozenset(("readonly", "write", "may_replicate"))
 
 
 # argv[0] exactly as clients send it ("GET", "get") → its top-level spec: skips the
@@ -54,12 +55,19 @@ def lookup(argv):
 
 def dispatch(c, argv):
     spec, error = lookup(argv)
+    # What CLIENT LIST shows as cmd: the command looked up, even if refused or queued
+    # (EXEC, not what EXEC ran); NULL after an unknown one, as in Redis.
+    c.last_command = spec.name if spec is not None else "NULL"
     if error is None and (not c.authenticated or c.multi is not None or not c.user.unrestricted):
         error = refusal(c, spec, argv)
     # Redis's performEvictions: get back under maxmemory before any command (it may have
     # been lowered); a command that may grow memory is refused when that is impossible.
     if error is None and not c.server.monitoring.evict_to_maxmemory() and "denyoom" in spec.flags:
         error = errors.OOM
+    # A MONITOR connection is a replica to Redis: it may not touch the keyspace.
+    if (error is None and c.server.monitoring.monitors and c in c.server.monitoring.monitors
+            and _TOUCHES_KEYSPACE.intersection(spec.flags)):
+        error = "ERR Replica can't interact with the keyspace"
     if error is not None:
         if spec is not None and spec.name == "exec":
             # EXEC itself refused: Redis drops any transaction and says why.
@@ -74,7 +82,6 @@ def dispatch(c, argv):
         c.multi.append(argv)
         c.reply.simple("QUEUED")
         return
-    c.last_command = spec.name  # what CLIENT LIST shows: EXEC, not what EXEC ran
     call(c, spec, argv)
 
 

@@ -519,3 +519,28 @@ def test_monitor_in_a_transaction_and_reset(redis_oracle, cxl, protocol):
         cmd("QUIT", conn=2, closes=True),
         ("PING",),
     ])
+
+
+def test_a_monitor_may_not_touch_the_keyspace(redis_oracle, cxl):
+    # Redis treats a MONITOR connection as a replica: keyspace commands are refused
+    # (and so never fed back to it), others still answer.
+    for server in (redis_oracle, cxl):
+        with raw_connection(server.port) as conn:
+            assert conn.request("MONITOR") == b"+OK\r\n"
+            assert conn.request("GET", "k") == b"-ERR Replica can't interact with the keyspace\r\n"
+            assert conn.request("SET", "k", "v") == b"-ERR Replica can't interact with the keyspace\r\n"
+            assert conn.request("ECHO", "x") == b"$1\r\nx\r\n"
+
+
+def test_client_list_shows_the_command_looked_up(redis_oracle, cxl):
+    # cmd= is the last command looked up: a queued one inside MULTI, NULL after an unknown one
+    def shown(server, steps):
+        with raw_connection(server.port) as conn, raw_connection(server.port) as viewer:
+            own_id = conn.request("CLIENT", "ID")[1:-2].decode()
+            for step in steps:
+                conn.request(*step)
+            listing = viewer.request("CLIENT", "LIST", "ID", own_id)
+            return re.search(rb"cmd=(\S+)", listing).group(1)
+    for steps in ([("NOSUCHCOMMAND",)], [("MULTI",), ("SET", "k", "v")], [("GET", "a", "b")],
+                  [("GET", "k")]):
+        assert shown(cxl, steps) == shown(redis_oracle, steps), steps
