@@ -135,3 +135,20 @@ def test_scrapes_during_load_and_shutdown_stay_clean(exported):
     assert failures == []
     # SIGTERM: the exporter stops before the arena closes, and the exit is clean
     assert server.stop() == 0
+
+
+def test_every_metric_the_grafana_dashboard_uses_is_served(exported):
+    """The chart's dashboard (helm/cxlredis/dashboards) against a real scrape."""
+    import json
+    import re
+    from pathlib import Path
+    server, port = exported
+    with raw_connection(server.port) as admin:
+        admin.request("ACL", "SETUSER", "bob", "on", ">pw", "~*", "+@all")
+        admin.request("TENANT", "CREATE", "team-b", "USERS", "bob")
+        admin.request("SET", "k", "v")
+        admin.request("GET", "k")
+    served = {name for name, _ in scrape(port)}
+    dashboard = Path(__file__).parents[2] / "helm" / "cxlredis" / "dashboards" / "cxlredis.json"
+    used = set(re.findall(r"cxlredis_[a-z_]+", json.dumps(json.loads(dashboard.read_text()))))
+    assert used and used <= served, f"the dashboard uses metrics the server does not serve: {used - served}"

@@ -1,0 +1,226 @@
+{{/* Names */}}
+
+{{- define "cxlredis.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* <release>-<chart>, or the release name alone when it already contains the chart name. */}}
+{{- define "cxlredis.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "cxlredis.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "cxlredis.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "cxlredis.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cxlredis.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The label that admits a pod through the NetworkPolicy. */}}
+{{- define "cxlredis.clientLabel" -}}
+{{ include "cxlredis.fullname" . }}-client
+{{- end -}}
+
+{{- define "cxlredis.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "cxlredis.authSecretName" -}}
+{{- if .Values.auth.existingSecret -}}
+{{ .Values.auth.existingSecret }}
+{{- else -}}
+{{ include "cxlredis.fullname" . }}-auth
+{{- end -}}
+{{- end -}}
+
+{{/* Whether users.conf exists: an existing Secret, or one the chart generates. */}}
+{{- define "cxlredis.hasAuthSecret" -}}
+{{- if or .Values.auth.existingSecret .Values.auth.password .Values.auth.users .Values.tenants -}}true{{- end -}}
+{{- end -}}
+
+{{/* Paths inside the server container */}}
+
+{{- define "cxlredis.configDir" -}}/etc/cxlredis{{- end -}}
+{{- define "cxlredis.dataDir" -}}/var/lib/cxlredis{{- end -}}
+{{- define "cxlredis.arenaDir" -}}/var/lib/cxlredis-arena{{- end -}}
+{{- define "cxlredis.unixSocket" -}}/tmp/cxlredis.sock{{- end -}}
+
+{{- define "cxlredis.arenaPath" -}}
+{{- if eq .Values.arena.backing "devdax" -}}
+{{ .Values.arena.devdax.path }}
+{{- else -}}
+{{ include "cxlredis.arenaDir" . }}/cxlredis.arena
+{{- end -}}
+{{- end -}}
+
+{{/* Sizes */}}
+
+{{/* A quantity in Mi, Gi or Ti as a number of MiB. */}}
+{{- define "cxlredis.mebibytes" -}}
+{{- $quantity := toString . -}}
+{{- if regexMatch "^[0-9]+Mi$" $quantity -}}
+{{- trimSuffix "Mi" $quantity | int64 -}}
+{{- else if regexMatch "^[0-9]+Gi$" $quantity -}}
+{{- mul (trimSuffix "Gi" $quantity | int64) 1024 -}}
+{{- else if regexMatch "^[0-9]+Ti$" $quantity -}}
+{{- mul (trimSuffix "Ti" $quantity | int64) 1048576 -}}
+{{- else -}}
+{{- fail (printf "%q is not a quantity in Mi, Gi or Ti" $quantity) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Arena size in MiB, checked against the backing. */}}
+{{- define "cxlredis.arenaMebibytes" -}}
+{{- $size := include "cxlredis.mebibytes" .Values.arena.size | int64 -}}
+{{- if eq .Values.arena.backing "hugepages" -}}
+{{- $page := include "cxlredis.mebibytes" .Values.arena.hugepages.pageSize | int64 -}}
+{{- if mod $size $page -}}
+{{- fail (printf "arena.size %s is not a whole number of %s huge pages" .Values.arena.size .Values.arena.hugepages.pageSize) -}}
+{{- end -}}
+{{- end -}}
+{{- $size -}}
+{{- end -}}
+
+{{/* The container's resources: the user's, plus memory, huge pages and the DAX device. */}}
+{{- define "cxlredis.resources" -}}
+{{- $resources := deepCopy .Values.resources -}}
+{{- $requests := $resources.requests | default dict -}}
+{{- $limits := $resources.limits | default dict -}}
+{{- $arena := include "cxlredis.arenaMebibytes" . | int64 -}}
+{{- if not (hasKey $limits "memory") -}}
+{{- $memory := include "cxlredis.mebibytes" .Values.arena.memoryOverhead | int64 -}}
+{{- if eq .Values.arena.backing "shm" -}}
+{{- $memory = add $memory $arena -}}
+{{- end -}}
+{{- $_ := set $limits "memory" (printf "%dMi" $memory) -}}
+{{- if not (hasKey $requests "memory") -}}
+{{- $_ := set $requests "memory" (printf "%dMi" $memory) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .Values.arena.backing "hugepages" -}}
+{{- $name := printf "hugepages-%s" .Values.arena.hugepages.pageSize -}}
+{{- $_ := set $requests $name .Values.arena.size -}}
+{{- $_ := set $limits $name .Values.arena.size -}}
+{{- end -}}
+{{- if and (eq .Values.arena.backing "devdax") .Values.arena.devdax.resourceName -}}
+{{- $_ := set $requests .Values.arena.devdax.resourceName "1" -}}
+{{- $_ := set $limits .Values.arena.devdax.resourceName "1" -}}
+{{- end -}}
+{{- $_ := set $resources "requests" $requests -}}
+{{- $_ := set $resources "limits" $limits -}}
+{{- toYaml $resources -}}
+{{- end -}}
+
+{{/* Config file syntax */}}
+
+{{/* A value as one double-quoted config argument (Redis's quoting rules). */}}
+{{- define "cxlredis.quote" -}}
+"{{ toString . | replace "\\" "\\\\" | replace "\"" "\\\"" | replace "\n" "\\n" | replace "\r" "\\r" | replace "\t" "\\t" }}"
+{{- end -}}
+
+{{/* A `config` value: booleans as yes/no, whole numbers without an exponent. */}}
+{{- define "cxlredis.configValue" -}}
+{{- if kindIs "bool" . -}}
+{{ ternary "yes" "no" . }}
+{{- else if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- if ne (float64 .) (float64 (int64 .)) -}}
+{{- fail (printf "config value %v is not a whole number" .) -}}
+{{- end -}}
+{{ int64 . }}
+{{- else -}}
+{{ include "cxlredis.quote" . }}
+{{- end -}}
+{{- end -}}
+
+{{/* Options of cxlredis.conf that other values own, and which value that is. */}}
+{{- define "cxlredis.reservedOptions" -}}
+bind: bind
+port: port
+unixsocket: (set by the chart for the probes)
+unixsocketperm: (set by the chart for the probes)
+dir: persistence
+daemonize: (always no)
+logfile: (the log goes to the container's output)
+pidfile: (not used in a container)
+include: auth.existingSecret
+user: auth.users
+tenant: tenants
+requirepass: auth.password
+aclfile: auth.users or auth.existingSecret
+arena-path: arena.backing
+arena-size: arena.size
+arena-hugepages: arena.transparentHugepages
+arena-prefault: arena.prefault
+arena-numa-node: arena.numaNode
+arena-reset: arena.reset
+tls-port: tls.port
+tls-cert-file: tls.existingSecret
+tls-key-file: tls.existingSecret
+tls-ca-cert-file: tls.existingSecret
+tls-ca-cert-dir: tls.existingSecret
+tls-auth-clients: tls.authClients
+metrics-port: metrics.port
+metrics-bind: metrics.enabled
+audit-log-file: auditLog.enabled
+audit-log-max-size: auditLog.maxSize
+audit-log-max-files: auditLog.maxFiles
+{{- end -}}
+
+{{/* Checks that span several values (the schema checks each value alone). */}}
+{{- define "cxlredis.validate" -}}
+{{- $reserved := include "cxlredis.reservedOptions" . | fromYaml -}}
+{{- range $name, $value := .Values.config -}}
+{{- if hasKey $reserved (lower $name) -}}
+{{- fail (printf "config.%s is set by the chart; use %s" $name (get $reserved (lower $name))) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.auth.existingSecret (or .Values.auth.password .Values.auth.users .Values.tenants) -}}
+{{- fail "auth.existingSecret holds the whole users.conf: leave auth.password, auth.users and tenants empty" -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (not .Values.tls.existingSecret) -}}
+{{- fail "tls.enabled needs tls.existingSecret (a Secret with the certificate, key and CA)" -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (not .Values.tls.caKey) -}}
+{{- fail "tls.enabled needs tls.caKey: the CA that the helm test verifies the server with" -}}
+{{- end -}}
+{{- if and .Values.tls.disablePlainPort (not .Values.tls.enabled) -}}
+{{- fail "tls.disablePlainPort leaves no port without tls.enabled" -}}
+{{- end -}}
+{{- if eq .Values.arena.backing "devdax" -}}
+{{- if eq (not .Values.arena.devdax.resourceName) (not .Values.arena.devdax.hostPath) -}}
+{{- fail "the devdax backing needs exactly one of arena.devdax.resourceName and arena.devdax.hostPath" -}}
+{{- end -}}
+{{- end -}}
+{{- $onNode := or (and (eq .Values.arena.backing "devdax") .Values.arena.devdax.hostPath) (and (eq .Values.arena.backing "file") .Values.arena.file.hostPath) -}}
+{{- if and $onNode (gt (int .Values.replicaCount) 1) (ne .Values.podAntiAffinity "hard") (not .Values.affinity) -}}
+{{- fail "a hostPath arena is one per node: with replicaCount > 1 set podAntiAffinity: hard" -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range .Values.auth.users -}}
+{{- if has .name $names -}}
+{{- fail (printf "auth.users: user %q is declared twice" .name) -}}
+{{- end -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- range .Values.tenants -}}
+{{- range .users -}}
+{{- if not (has . $names) -}}
+{{- fail (printf "tenants: user %q is not in auth.users" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

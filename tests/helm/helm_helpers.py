@@ -1,0 +1,194 @@
+"""Helpers for the Helm chart tests (no conftest.py here: see tests/conftest.py).
+
+The tests run a real ``helm`` binary, found as ``$HELM``, else where
+``.ci/install-helm`` puts it (``$HELM_INSTALL_DIR``, default
+``~/.cache/cxlredis/bin``), else on PATH. Without one they fail and say to
+run ``.ci/install-helm``; kubernetes-validate (installed by the same script)
+is required the same way.
+
+``helm(*args, check=True) -> CompletedProcess``  runs helm (text output).
+``render(scenario, *extra) -> list[dict]``  ``helm template`` of the chart with
+    ``ci/<scenario>-values.yaml`` ("defaults": no values file) and extra
+    arguments (``--set ...``), as parsed documents; cached per arguments.
+``render_error(*extra) -> str``  helm's error output for values the chart refuses.
+``one(docs, kind, name=None) -> dict``  the single manifest of that kind (and name).
+``kinds(docs) -> [kind, ...]``  in rendered order.
+``server_container(docs) / server_pod_spec(docs) / hook_pod(docs)`` (the helm test Pod)
+``rendered_config(docs) -> str`` the ConfigMap's cxlredis.conf.
+``project(docs, volume, directory, external=None)``  lay out a projected volume
+    as the kubelet would, from the rendered ConfigMaps and Secrets, or for
+    Secrets made outside the chart from ``external`` ({name: {key: bytes}}).
+``server_config(docs, tmp_path, external=None) -> Path``  the server's config
+    volume projected into tmp_path/etc-cxlredis, with the mount path in
+    cxlredis.conf pointing there; returns the cxlredis.conf path.
+``load_config(docs, tmp_path, external=None) -> Config``  that file through the
+    server's own loader (``cxlredis.config.Config.load``).
+``ChartServer(conf, options)``  a ServerProcess started from a rendered config,
+    up when ``cxlredis.healthcheck`` answers on its unix socket (so a required
+    password or a TLS-only port is fine).
+``KUBERNETES_VERSION``  the newest Kubernetes that kubernetes-validate knows.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO_ROOT, ServerProcess
+from cxlredis import healthcheck
+from cxlredis.config import Config
+
+CHART = REPO_ROOT / "helm" / "cxlredis"
+RELEASE = "cache"
+NAMESPACE = "inference"
+FULLNAME = f"{RELEASE}-cxlredis"
+SCENARIOS = ["defaults"] + sorted(p.name[:-len("-values.yaml")]
+                                  for p in (CHART / "ci").glob("*-values.yaml"))
+INSTALL_HINT = "run .ci/install-helm (it installs helm and kubernetes-validate)"
+
+try:
+    import kubernetes_validate
+    from kubernetes_validate.utils import latest_version
+except ImportError:          # reported by the tests that need it, with INSTALL_HINT
+    kubernetes_validate = None
+    KUBERNETES_VERSION = None
+else:
+    KUBERNETES_VERSION = latest_version()
+
+
+def require_validator():
+    if kubernetes_validate is None:
+        pytest.fail(f"kubernetes-validate is not installed: {INSTALL_HINT}")
+
+
+@functools.cache
+def helm_binary() -> str | None:
+    candidates = [os.environ.get("HELM"),
+                  os.path.join(os.environ.get("HELM_INSTALL_DIR",
+                                              os.path.expanduser("~/.cache/cxlredis/bin")), "helm"),
+                  shutil.which("helm")]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def helm(*args, check=True) -> subprocess.CompletedProcess:
+    binary = helm_binary()
+    if binary is None:
+        pytest.fail(f"no helm binary ($HELM, ~/.cache/cxlredis/bin/helm or PATH): {INSTALL_HINT}")
+    result = subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=60)
+    if check and result.returncode != 0:
+        pytest.fail(f"helm {' '.join(map(str, args))} failed:\n{result.stderr}{result.stdout}")
+    return result
+
+
+def values_args(scenario: str) -> list[str]:
+    return [] if scenario == "defaults" else ["-f", str(CHART / "ci" / f"{scenario}-values.yaml")]
+
+
+def _template_args(extra) -> list[str]:
+    version = ["--kube-version", KUBERNETES_VERSION] if KUBERNETES_VERSION else []
+    return ["template", RELEASE, CHART, "--namespace", NAMESPACE, *version, *extra]
+
+
+@functools.cache
+def _render(args: tuple) -> tuple:
+    output = helm(*_template_args(args)).stdout
+    return tuple(doc for doc in yaml.safe_load_all(output) if doc)
+
+
+def render(scenario: str, *extra) -> list[dict]:
+    # A fresh copy each time: tests may change what they get.
+    docs = _render(tuple(values_args(scenario)) + tuple(extra))
+    return yaml.safe_load(yaml.safe_dump(list(docs)))
+
+
+def render_error(*extra) -> str:
+    result = helm(*_template_args(extra), check=False)
+    assert result.returncode != 0, f"helm template {extra} succeeded; expected a refusal"
+    return result.stderr
+
+
+def kinds(docs) -> list[str]:
+    return [doc["kind"] for doc in docs]
+
+
+def one(docs, kind, name=None) -> dict:
+    found = [doc for doc in docs if doc["kind"] == kind
+             and (name is None or doc["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{len(found)} {kind} {name or ''} manifests in {kinds(docs)}"
+    return found[0]
+
+
+def server_pod_spec(docs) -> dict:
+    return one(docs, "StatefulSet")["spec"]["template"]["spec"]
+
+
+def server_container(docs) -> dict:
+    (container,) = server_pod_spec(docs)["containers"]
+    return container
+
+
+def hook_pod(docs) -> dict:
+    return one(docs, "Pod", f"{FULLNAME}-test")
+
+
+def rendered_config(docs) -> str:
+    return one(docs, "ConfigMap", FULLNAME)["data"]["cxlredis.conf"]
+
+
+def _secret_data(docs, name, external) -> dict:
+    rendered = [doc for doc in docs if doc["kind"] == "Secret" and doc["metadata"]["name"] == name]
+    if rendered:
+        return {key: base64.b64decode(value) for key, value in rendered[0]["data"].items()}
+    assert external and name in external, f"Secret {name} is neither rendered nor given"
+    return external[name]
+
+
+def project(docs, volume: dict, directory: Path, external: dict | None = None) -> None:
+    for source in volume["projected"]["sources"]:
+        (kind, ref), = source.items()
+        if kind == "configMap":
+            data = {key: value.encode() for key, value in one(docs, "ConfigMap", ref["name"])["data"].items()}
+        else:
+            data = _secret_data(docs, ref["name"], external)
+        for item in ref["items"]:
+            target = directory / item["path"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data[item["key"]])
+
+
+def server_config(docs, tmp_path: Path, external: dict | None = None) -> Path:
+    container = server_container(docs)
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "config"]
+    (volume,) = [v for v in server_pod_spec(docs)["volumes"] if v["name"] == "config"]
+    directory = tmp_path / "etc-cxlredis"
+    project(docs, volume, directory, external)
+    conf = directory / "cxlredis.conf"
+    conf.write_text(conf.read_text().replace(mount["mountPath"] + "/", f"{directory}/"))
+    return conf
+
+
+def load_config(docs, tmp_path: Path, external: dict | None = None) -> Config:
+    return Config.load([str(server_config(docs, tmp_path, external))], environ={})
+
+
+class ChartServer(ServerProcess):
+    """cxlredis on a rendered config; up when the chart's probe command would pass."""
+
+    def __init__(self, conf, options=None):
+        super().__init__("cxlredis", options, conf=conf)
+
+    def _answers_ping(self) -> bool:
+        try:
+            healthcheck.check(self.unixsocket, timeout=1.0)
+        except healthcheck.Unhealthy:
+            return False
+        return True

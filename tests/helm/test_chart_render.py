@@ -1,0 +1,490 @@
+"""The chart under a real helm: `helm lint --strict` and `helm template` for every
+scenario in helm/cxlredis/ci/ (and the defaults), every manifest validated
+against the newest Kubernetes schemas kubernetes-validate ships (strict: no
+unknown fields), and the fields that make each scenario work."""
+import copy
+import json
+import os
+import posixpath
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+from helm_helpers import (CHART, FULLNAME, KUBERNETES_VERSION, NAMESPACE, RELEASE, SCENARIOS,
+                          helm, hook_pod, kinds, one, render, render_error, rendered_config,
+                          require_validator, server_container, server_pod_spec, values_args)
+
+# Custom resources whose schemas kubernetes-validate does not ship (checked by hand below).
+CUSTOM_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
+SELECTOR = {"app.kubernetes.io/name": "cxlredis", "app.kubernetes.io/instance": RELEASE}
+PROBE_COMMAND = ["python", "-m", "cxlredis.healthcheck", "--unixsocket", "/tmp/cxlredis.sock"]
+
+
+def config_lines(docs) -> dict:
+    """cxlredis.conf as {option: argument text} (the loader tests check the semantics)."""
+    lines = {}
+    for line in rendered_config(docs).splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, rest = line.partition(" ")
+            lines[name] = rest
+    return lines
+
+
+def mounts(container) -> dict:
+    return {m["name"]: m for m in container["volumeMounts"]}
+
+
+def volumes(docs) -> dict:
+    return {v["name"]: v for v in server_pod_spec(docs)["volumes"]}
+
+
+def projected_paths(volume) -> dict:
+    """{path in the volume: (kind, object name, key)} of a projected volume."""
+    paths = {}
+    for source in volume["projected"]["sources"]:
+        (kind, ref), = source.items()
+        for item in ref["items"]:
+            paths[item["path"]] = (kind, ref["name"], item["key"])
+    return paths
+
+
+def capabilities_added(container) -> list:
+    return container["securityContext"].get("capabilities", {}).get("add", [])
+
+
+# ---------------------------------------------------------------- helm itself
+
+def test_helm_is_a_real_helm():
+    version = helm("version", "--template", "{{.Version}}").stdout
+    assert re.fullmatch(r"v[34]\.\d+\.\d+", version), version
+
+
+def test_without_helm_the_tests_fail_and_say_how_to_install_it(tmp_path):
+    env = {name: value for name, value in os.environ.items() if name != "HELM"}
+    env.update(HELM_INSTALL_DIR=str(tmp_path), PATH=os.path.dirname(sys.executable))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"{__file__}::test_helm_is_a_real_helm"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout
+    assert "no helm binary" in result.stdout and "run .ci/install-helm" in result.stdout
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_lint_strict(scenario):
+    result = helm("lint", "--strict", CHART, *values_args(scenario), "--namespace", NAMESPACE,
+                  "--kube-version", KUBERNETES_VERSION or "1.33.0")
+    assert "0 chart(s) failed" in result.stdout, result.stdout
+    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
+
+
+def test_scenarios_cover_every_backing_and_feature():
+    assert {"shm", "hugepages", "devdax", "devdax-hostpath", "file", "file-hostpath", "tls",
+            "tenants", "metrics", "existing-secret"} <= set(SCENARIOS)
+
+
+# ---------------------------------------------------------------- Kubernetes schemas
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_manifest_is_valid_kubernetes(scenario):
+    require_validator()
+    import kubernetes_validate
+    docs = render(scenario)
+    for doc in docs:
+        where = f"{doc['kind']}/{doc['metadata']['name']}"
+        if (doc["apiVersion"], doc["kind"]) in CUSTOM_KINDS:
+            continue
+        try:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail(f"{scenario}: {where} is invalid for Kubernetes {KUBERNETES_VERSION} at "
+                        f"{'.'.join(map(str, error.path))}: {error.message}")
+        assert doc["metadata"]["namespace"] == NAMESPACE, where
+        assert doc["metadata"]["labels"]["app.kubernetes.io/instance"] == RELEASE, where
+
+
+def test_kubernetes_version_is_current():
+    require_validator()
+    major, minor = map(int, KUBERNETES_VERSION.split(".")[:2])
+    assert (major, minor) >= (1, 33)
+
+
+def test_validation_catches_what_kubernetes_would_refuse():
+    require_validator()
+    import kubernetes_validate
+    statefulset = one(render("defaults"), "StatefulSet")
+    unknown_field = copy.deepcopy(statefulset)
+    unknown_field["spec"]["template"]["spec"]["containers"][0]["memoryLimit"] = "1Gi"
+    wrong_type = copy.deepcopy(statefulset)
+    wrong_type["spec"]["replicas"] = "two"
+    for broken in (unknown_field, wrong_type):
+        with pytest.raises(kubernetes_validate.ValidationError):
+            kubernetes_validate.validate(broken, KUBERNETES_VERSION, strict=True)
+
+
+# ---------------------------------------------------------------- what every scenario has
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_pod_security(scenario):
+    docs = render(scenario)
+    pod = server_pod_spec(docs)
+    container = server_container(docs)
+    context = container["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 10001 != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is False
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["runAsNonRoot"] is True
+    assert context["capabilities"]["drop"] == ["ALL"]
+    expected_added = ["IPC_LOCK"] if scenario == "hugepages" else []     # the one asking for it
+    assert capabilities_added(container) == expected_added
+    privileged = scenario == "devdax-hostpath"
+    assert context.get("privileged", False) is privileged
+    assert context["allowPrivilegeEscalation"] is privileged
+    # The hook runs the same image, unprivileged too.
+    test_container = hook_pod(docs)["spec"]["containers"][0]
+    assert test_container["image"] == container["image"]
+    assert test_container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert test_container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_probes_and_graceful_drain(scenario):
+    docs = render(scenario)
+    pod = server_pod_spec(docs)
+    container = server_container(docs)
+    for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
+        probe = container[kind]
+        assert probe["exec"]["command"][:5] == PROBE_COMMAND, kind
+        assert probe["timeoutSeconds"] >= 1 and probe["failureThreshold"] >= 1
+    # The probes reach the server on the socket its config opens.
+    assert config_lines(docs)["unixsocket"] == PROBE_COMMAND[4]
+    assert container["startupProbe"]["failureThreshold"] * container["startupProbe"]["periodSeconds"] >= 300
+    sleep = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert sleep[0] == "sleep" and int(sleep[1]) > 0
+    assert pod["terminationGracePeriodSeconds"] > int(sleep[1]) + 10
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_volumes_make_every_written_path_writable(scenario):
+    """Read-only root: the config is a read-only projection; dir, /tmp and the arena are volumes."""
+    docs = render(scenario)
+    container = server_container(docs)
+    statefulset = one(docs, "StatefulSet")
+    claims = {c["metadata"]["name"] for c in statefulset["spec"].get("volumeClaimTemplates", [])}
+    by_name = mounts(container)
+    assert set(volumes(docs)) | claims >= set(by_name), "a mount without a volume"
+    assert by_name["config"]["mountPath"] == "/etc/cxlredis" and by_name["config"]["readOnly"]
+    assert container["args"] == ["/etc/cxlredis/cxlredis.conf"]
+    assert container["command"] == ["cxlredis-server"]
+    assert by_name["data"]["mountPath"] == container["workingDir"] == "/var/lib/cxlredis"
+    assert by_name["tmp"]["mountPath"] == "/tmp"
+    arena_path = config_lines(docs)["arena-path"]
+    if scenario == "devdax":      # the device plugin places the device: no volume
+        assert "arena" not in by_name and arena_path == "/dev/dax0.0"
+    elif scenario == "devdax-hostpath":
+        assert by_name["arena"]["mountPath"] == arena_path == "/dev/dax1.0"
+    else:
+        assert posixpath.dirname(arena_path) == by_name["arena"]["mountPath"]
+    config = projected_paths(volumes(docs)["config"])
+    assert config["cxlredis.conf"] == ("configMap", FULLNAME, "cxlredis.conf")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_services_select_the_pods(scenario):
+    docs = render(scenario)
+    statefulset = one(docs, "StatefulSet")
+    pod_labels = statefulset["spec"]["template"]["metadata"]["labels"]
+    assert statefulset["spec"]["selector"]["matchLabels"] == SELECTOR
+    assert SELECTOR.items() <= pod_labels.items()
+    container_ports = {p["name"]: p["containerPort"] for p in server_container(docs)["ports"]}
+    client = one(docs, "Service", FULLNAME)
+    headless = one(docs, "Service", f"{FULLNAME}-headless")
+    assert statefulset["spec"]["serviceName"] == headless["metadata"]["name"]
+    assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"]
+    for service in (client, headless):
+        assert service["spec"]["selector"] == SELECTOR
+        for port in service["spec"]["ports"]:
+            assert container_ports[port["targetPort"]] == port["port"]
+    lines = config_lines(docs)
+    expected = {}
+    if lines["port"] != "0":
+        expected["redis"] = int(lines["port"])
+    if "tls-port" in lines:
+        expected["rediss"] = int(lines["tls-port"])
+    assert {p["name"]: p["port"] for p in client["spec"]["ports"]} == expected
+    assert lines["bind"] == '"0.0.0.0"'
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scheduling(scenario):
+    pod = server_pod_spec(render(scenario))
+    spread = pod["topologySpreadConstraints"]
+    assert spread[0]["topologyKey"] == "topology.kubernetes.io/zone"
+    assert spread[0]["labelSelector"]["matchLabels"] == SELECTOR
+    anti = pod["affinity"]["podAntiAffinity"]
+    if scenario in ("shm", "devdax-hostpath"):      # replicaCount 2, one per node
+        (term,) = anti["requiredDuringSchedulingIgnoredDuringExecution"]
+    else:
+        (preferred,) = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+        term = preferred["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == SELECTOR
+    if scenario in ("shm", "devdax", "devdax-hostpath"):
+        assert pod["nodeSelector"] == {"example.com/cxl-memory": "true"}
+    if scenario in ("shm", "devdax"):
+        assert pod["tolerations"] == [{"key": "example.com/cxl-memory", "operator": "Exists",
+                                       "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_helm_test_hook(scenario):
+    docs = render(scenario)
+    pod = hook_pod(docs)
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "test"
+    assert "hook-succeeded" in annotations["helm.sh/hook-delete-policy"]
+    assert pod["metadata"]["labels"][f"{FULLNAME}-client"] == "true"     # passes the NetworkPolicy
+    assert pod["spec"]["restartPolicy"] == "Never"
+    container = pod["spec"]["containers"][0]
+    assert container["command"] == ["python", "-c"]
+    assert container["args"][0] == (CHART / "files" / "smoke-test.py").read_text()
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["SMOKE_HOST"] == f"{FULLNAME}.{NAMESPACE}.svc"
+    client_ports = {p["name"]: p["port"] for p in one(docs, "Service", FULLNAME)["spec"]["ports"]}
+    assert int(env["SMOKE_PORT"]) == client_ports["rediss" if "SMOKE_TLS" in env else "redis"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_notes_render(scenario):
+    result = helm("install", RELEASE, CHART, *values_args(scenario), "--namespace", NAMESPACE,
+                  "--dry-run=client")
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert f"helm test {RELEASE} -n {NAMESPACE}" in notes
+    warned = "WARNING: no password and no ACL users" in notes
+    assert warned == (scenario in ("defaults", "hugepages", "devdax", "devdax-hostpath",
+                                   "file-hostpath", "metrics"))
+
+
+# ---------------------------------------------------------------- each scenario's own fields
+
+def test_defaults():
+    docs = render("defaults")
+    assert sorted(kinds(docs)) == ["ConfigMap", "Pod", "Service", "Service", "StatefulSet"]
+    arena = volumes(docs)["arena"]["emptyDir"]
+    assert arena == {"medium": "Memory", "sizeLimit": "1Gi"}
+    resources = server_container(docs)["resources"]
+    # tmpfs pages are charged to the container: arena (1024 Mi) + overhead (512 Mi).
+    assert resources["limits"] == {"memory": "1536Mi"}
+    assert resources["requests"] == {"cpu": "500m", "memory": "1536Mi"}
+    assert "include" not in config_lines(docs)
+    assert one(docs, "StatefulSet")["spec"]["replicas"] == 1
+
+
+def test_shm():
+    docs = render("shm")
+    assert volumes(docs)["arena"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "2Gi"}
+    assert server_container(docs)["resources"]["limits"]["memory"] == f"{2048 + 256}Mi"
+    assert one(docs, "StatefulSet")["spec"]["replicas"] == 2
+    pdb = one(docs, "PodDisruptionBudget")
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": SELECTOR}}
+    policy = one(docs, "NetworkPolicy")["spec"]
+    assert policy["podSelector"]["matchLabels"] == SELECTOR
+    assert policy["policyTypes"] == ["Ingress"]
+    (clients,) = policy["ingress"]
+    assert clients["ports"] == [{"port": 6379, "protocol": "TCP"}]
+    assert clients["from"][0] == {"podSelector": {"matchLabels": {f"{FULLNAME}-client": "true"}}}
+    assert clients["from"][1]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "inference"}
+    assert config_lines(docs)["include"] == "users.conf"
+    assert projected_paths(volumes(docs)["config"])["users.conf"] == (
+        "secret", f"{FULLNAME}-auth", "users.conf")
+
+
+def test_hugepages():
+    docs = render("hugepages")
+    container = server_container(docs)
+    assert volumes(docs)["arena"]["emptyDir"] == {"medium": "HugePages-2Mi"}
+    resources = container["resources"]
+    assert resources["requests"]["hugepages-2Mi"] == resources["limits"]["hugepages-2Mi"] == "4Gi"
+    # Huge pages are their own resource: memory is the process overhead alone.
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == "512Mi"
+    assert resources["requests"]["cpu"] == "2"
+    lines = config_lines(docs)
+    assert (lines["arena-hugepages"], lines["arena-prefault"], lines["arena-numa-node"]) == (
+        "yes", "yes", "1")
+
+
+def test_gigantic_hugepages():
+    docs = render("hugepages", "--set", "arena.hugepages.pageSize=1Gi", "--set", "ipcLock=false")
+    resources = server_container(docs)["resources"]
+    assert resources["limits"]["hugepages-1Gi"] == "4Gi"
+    assert "hugepages-2Mi" not in resources["limits"]
+    assert volumes(docs)["arena"]["emptyDir"]["medium"] == "HugePages-1Gi"
+    assert capabilities_added(server_container(docs)) == []
+
+
+def test_devdax_from_a_device_plugin():
+    docs = render("devdax")
+    resources = server_container(docs)["resources"]
+    assert resources["requests"]["example.com/cxl-dax"] == resources["limits"]["example.com/cxl-dax"] == "1"
+    assert resources["limits"]["memory"] == "512Mi"          # the device is not container memory
+    assert "arena" not in volumes(docs)
+    assert config_lines(docs)["arena-numa-node"] == "2"
+
+
+def test_devdax_from_a_host_path():
+    docs = render("devdax-hostpath")
+    assert volumes(docs)["arena"]["hostPath"] == {"path": "/dev/dax1.0", "type": "CharDevice"}
+    assert server_pod_spec(docs)["securityContext"]["supplementalGroups"] == [993]
+    assert not any(name.startswith(("hugepages-", "example.com"))
+                   for name in server_container(docs)["resources"]["limits"])
+
+
+def test_file_on_claims():
+    docs = render("file")
+    statefulset = one(docs, "StatefulSet")
+    claims = {c["metadata"]["name"]: c["spec"] for c in statefulset["spec"]["volumeClaimTemplates"]}
+    assert claims["arena"]["storageClassName"] == "local-dax"
+    assert claims["arena"]["resources"]["requests"]["storage"] == "9Gi"
+    assert claims["data"]["storageClassName"] == "standard"
+    assert claims["data"]["resources"]["requests"]["storage"] == "2Gi"
+    assert {"arena", "data"}.isdisjoint(volumes(docs))     # the claims, not emptyDirs
+    lines = config_lines(docs)
+    assert lines["audit-log-file"] == "audit.log"          # in dir: the data claim
+
+
+def test_file_on_a_host_path():
+    docs = render("file-hostpath")
+    assert volumes(docs)["arena"]["hostPath"] == {"path": "/mnt/pmem0/cxlredis", "type": "Directory"}
+    assert "volumeClaimTemplates" not in one(docs, "StatefulSet")["spec"]
+
+
+def test_tls_only():
+    docs = render("tls")
+    lines = config_lines(docs)
+    assert lines["port"] == "0" and lines["tls-port"] == "6380"
+    assert lines["tls-auth-clients"] == "yes"
+    # Each file the config names is where the projected Secret puts it.
+    config = projected_paths(volumes(docs)["config"])
+    for option, key in (("tls-cert-file", "tls.crt"), ("tls-key-file", "tls.key"),
+                        ("tls-ca-cert-file", "ca.crt")):
+        path = posixpath.relpath(lines[option], "/etc/cxlredis")
+        assert config[path] == ("secret", "cxlredis-tls", key), option
+    assert [p["name"] for p in server_container(docs)["ports"]] == ["rediss"]
+    test_container = hook_pod(docs)["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in test_container["env"]}
+    assert env["SMOKE_TLS"] == "yes" and env["SMOKE_PORT"] == "6380"
+    credentials = projected_paths(hook_pod(docs)["spec"]["volumes"][0])
+    assert credentials["tls/ca.crt"] == ("secret", "cxlredis-tls", "ca.crt")
+    assert credentials["tls/client.crt"] == ("secret", "cxlredis-test-client-tls", "tls.crt")
+    for name in ("SMOKE_TLS_CA", "SMOKE_TLS_CERT", "SMOKE_TLS_KEY", "SMOKE_USERS_FILE"):
+        assert posixpath.relpath(env[name], "/etc/cxlredis-test") in credentials, name
+
+
+def test_tenants_secret_and_restart_on_change():
+    docs = render("tenants")
+    secret = one(docs, "Secret")
+    assert secret["metadata"]["name"] == f"{FULLNAME}-auth" and secret["type"] == "Opaque"
+    annotations = one(docs, "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    changed = render("tenants", "--set", "tenants[1].quota=1gb")
+    changed_annotations = one(changed, "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    assert changed_annotations["checksum/auth"] != annotations["checksum/auth"]
+    assert changed_annotations["checksum/config"] == annotations["checksum/config"]
+    env = {e["name"]: e["value"] for e in hook_pod(docs)["spec"]["containers"][0]["env"]}
+    assert env["SMOKE_USERS_FILE"] == "/etc/cxlredis-test/users.conf"
+
+
+def test_existing_secret():
+    docs = render("existing-secret")
+    assert "Secret" not in kinds(docs)
+    assert projected_paths(volumes(docs)["config"])["users.conf"] == (
+        "secret", "cxlredis-users", "users.conf")
+    assert projected_paths(hook_pod(docs)["spec"]["volumes"][0])["users.conf"] == (
+        "secret", "cxlredis-users", "users.conf")
+    annotations = one(docs, "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    assert "checksum/auth" not in annotations
+
+
+def test_metrics():
+    docs = render("metrics")
+    lines = config_lines(docs)
+    assert (lines["metrics-port"], lines["metrics-bind"]) == ("9121", "0.0.0.0")
+    metrics = one(docs, "Service", f"{FULLNAME}-metrics")
+    assert metrics["spec"]["selector"] == SELECTOR
+    assert metrics["spec"]["ports"] == [{"name": "metrics", "port": 9121, "targetPort": "metrics",
+                                         "protocol": "TCP"}]
+    assert metrics["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+    assert {"name": "metrics", "containerPort": 9121, "protocol": "TCP"} in server_container(docs)["ports"]
+    monitor = one(docs, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    selected = monitor["spec"]["selector"]["matchLabels"]
+    services = [s for s in docs if s["kind"] == "Service"
+                and selected.items() <= s["metadata"]["labels"].items()]
+    assert services == [metrics]            # the metrics Service only
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint == {"port": "metrics", "path": "/metrics", "interval": "15s",
+                        "scrapeTimeout": "5s"}
+    dashboard = one(docs, "ConfigMap", f"{FULLNAME}-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard["metadata"]["annotations"] == {"grafana_folder": "cxlredis"}
+    assert json.loads(dashboard["data"]["cxlredis.json"]) == json.loads(
+        (CHART / "dashboards" / "cxlredis.json").read_text())
+    (clients, scrapers) = one(docs, "NetworkPolicy")["spec"]["ingress"]
+    assert scrapers["ports"] == [{"port": 9121, "protocol": "TCP"}]
+    assert scrapers["from"] == [{"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "monitoring"}}}]
+
+
+def test_optional_objects_are_off_by_default():
+    docs = render("defaults")
+    for kind in ("PodDisruptionBudget", "NetworkPolicy", "ServiceMonitor", "Secret"):
+        assert kind not in kinds(docs)
+    assert f"{FULLNAME}-metrics" not in [d["metadata"]["name"] for d in docs]
+    assert "metrics-port" not in config_lines(docs)
+
+
+def test_pdb_min_available():
+    docs = render("defaults", "--set", "podDisruptionBudget.enabled=true",
+                  "--set", "podDisruptionBudget.minAvailable=50%")
+    assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == "50%"
+
+
+# ---------------------------------------------------------------- what the chart refuses
+
+@pytest.mark.parametrize("values, message", [
+    (["--set", "config.port=7000"], "config.port is set by the chart; use port"),
+    (["--set", "config.arena-size=2gb"], "config.arena-size is set by the chart; use arena.size"),
+    (["--set", "config.requirepass=x"], "use auth.password"),
+    (["--set", "auth.existingSecret=s", "--set", "auth.password=x"], "leave auth.password"),
+    (["--set", "tls.enabled=true"], "tls.enabled needs tls.existingSecret"),
+    (["--set", "tls.disablePlainPort=true"], "leaves no port"),
+    (["--set", "arena.backing=devdax"], "exactly one of arena.devdax.resourceName"),
+    (["--set", "arena.backing=hugepages", "--set", "arena.size=1025Mi"],
+     "not a whole number of 2Mi huge pages"),
+    (["--set", "arena.backing=hugepages", "--set", "arena.size=1536Mi",
+      "--set", "arena.hugepages.pageSize=1Gi"], "not a whole number of 1Gi huge pages"),
+    (["--set", "arena.backing=file", "--set", "arena.file.hostPath=/mnt/x",
+      "--set", "replicaCount=2"], "set podAntiAffinity: hard"),
+    (["--set", "tenants[0].name=t", "--set", "tenants[0].users[0]=ghost"],
+     'user "ghost" is not in auth.users'),
+    (["--set", "auth.users[0].name=a", "--set", "auth.users[0].rules=nopass",
+      "--set", "auth.users[1].name=a", "--set", "auth.users[1].rules=nopass"], "declared twice"),
+    # values.schema.json
+    (["--set", "arena.backing=ram"], "/arena/backing"),
+    (["--set", "arena.size=1GB"], "/arena/size"),
+    (["--set", "auth.users[0].name=default", "--set", "auth.users[0].rules=nopass"],
+     "/auth/users/0/name"),
+    (["--set", "tenants[0].name=t", "--set", "tenants[0].policy=lru"], "/tenants/0/policy"),
+    (["--set", "tls.authClients=maybe"], "/tls/authClients"),
+    (["--set", "replicas=3"], "additional properties 'replicas' not allowed"),
+    (["--set", "arena.sizeLimit=3"], "additional properties 'sizeLimit' not allowed"),
+])
+def test_chart_refuses(values, message):
+    assert message in render_error(*values)

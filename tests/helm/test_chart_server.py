@@ -1,0 +1,287 @@
+"""What the chart renders, as the server sees it: every scenario's cxlredis.conf
+(with users.conf and the TLS files laid out where the pod mounts them) goes
+through the server's own config loader; then real servers start from the
+rendered files, the StatefulSet's probe command checks them, and the helm test
+Pod's script runs against them as the hook would.
+
+Only the host-specific options are replaced when a server starts: the ports,
+the unix socket, and the arena path and size. NUMA binding, huge pages and
+DAX devices need hardware this machine may not have, so those scenarios are
+checked through the loader only."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import redis
+import yaml
+
+from conftest import REPO_ROOT, free_port
+from cxlredis.config import ConfigError, Config
+from helm_helpers import (SCENARIOS, ChartServer, hook_pod, load_config, project, render,
+                          server_config, server_container)
+
+MB, GB = 1024**2, 1024**3
+HASHED = hashlib.sha256(b"not in the file").hexdigest()
+# The Secret that ci/existing-secret-values.yaml names, as an operator would make it.
+EXISTING_USERS = f"""\
+requirepass "admin pw"
+user reader on >readpw ~* -@all +@read +@connection
+user hashed on #{HASHED} ~* +@all
+user retired off >oldpw ~* +@all
+user writer on >writepw ~kv:* +@all -@dangerous
+tenant lab quota 64mb users writer
+"""
+
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def external(tmp_path_factory):
+    """The Secrets the scenarios expect to exist: users.conf, a server certificate
+    (for 127.0.0.1, as the hook runs here) with its CA, and the hook's client certificate."""
+    directory = tmp_path_factory.mktemp("certs")
+    (directory / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                       "extendedKeyUsage=serverAuth,clientAuth\n")
+    _openssl("req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt",
+             "ec_paramgen_curve:prime256v1", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+             "-subj", "/CN=cxlredis chart test CA", cwd=directory)
+    for name in ("server", "client"):
+        _openssl("req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                 "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=directory)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", f"{name}.crt",
+                 cwd=directory)
+    read = lambda name: (directory / name).read_bytes()     # noqa: E731
+    return {
+        "cxlredis-users": {"users.conf": EXISTING_USERS.encode()},
+        "cxlredis-tls": {"tls.crt": read("server.crt"), "tls.key": read("server.key"),
+                         "ca.crt": read("ca.crt")},
+        "cxlredis-test-client-tls": {"tls.crt": read("client.crt"), "tls.key": read("client.key")},
+    }
+
+
+# ---------------------------------------------------------------- the loader
+
+EXPECTED = {
+    "defaults": {"arena-size": 1 * GB, "port": 6379, "maxmemory-policy": "allkeys-lru",
+                 "arena-path": "/var/lib/cxlredis-arena/cxlredis.arena", "requirepass": ""},
+    "shm": {"arena-size": 2 * GB, "maxmemory": 1800 * MB, "timeout": 300,
+            "large-value-threshold": 128 * 1024, "requirepass": 's3cret "quoted" pass'},
+    "hugepages": {"arena-size": 4 * GB, "arena-hugepages": True, "arena-prefault": True,
+                  "arena-numa-node": 1},
+    "devdax": {"arena-path": "/dev/dax0.0", "arena-size": 16 * GB, "arena-numa-node": 2},
+    "devdax-hostpath": {"arena-path": "/dev/dax1.0", "arena-size": 8 * GB},
+    "file": {"arena-size": 8 * GB, "audit-log-file": "audit.log", "audit-log-max-size": 32 * MB,
+             "audit-log-max-files": 3},
+    "file-hostpath": {"arena-path": "/var/lib/cxlredis-arena/cxlredis.arena", "arena-size": 4 * GB},
+    "tls": {"port": 0, "tls-port": 6380, "tls-auth-clients": "yes", "requirepass": "tlspass"},
+    "tenants": {"requirepass": "adminsecret"},
+    "metrics": {"metrics-port": 9121, "metrics-bind": "0.0.0.0"},
+    "existing-secret": {"requirepass": "admin pw"},
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_server_loads_the_rendered_config(scenario, external, tmp_path):
+    config = load_config(render(scenario), tmp_path, external)
+    assert config["bind"] == ("0.0.0.0",)
+    assert config["unixsocket"] == "/tmp/cxlredis.sock"
+    assert config["daemonize"] is False and config["logfile"] == ""
+    assert config["dir"] == os.getcwd()     # not set: the server's dir is the pod's workingDir
+    for name, value in EXPECTED[scenario].items():
+        assert config[name] == value, name
+    if scenario == "tls":
+        for option, key in (("tls-cert-file", "tls.crt"), ("tls-key-file", "tls.key"),
+                            ("tls-ca-cert-file", "ca.crt")):
+            with open(config[option], "rb") as file:     # the projected Secret's file
+                assert file.read() == external["cxlredis-tls"][key]
+
+
+def test_users_and_tenants_load_as_declared(tmp_path, external):
+    config = load_config(render("tenants"), tmp_path, external)
+    users = {user[0].decode(): [rule.decode() for rule in user[1:]] for user in config.users}
+    assert users == {
+        "publisher": ["on", ">pubpass", "~*", "+@all", "-@admin"],
+        "alice": ["on", ">alicepass", "~*", "+@all", "-@admin"],
+        "bob": ["on", ">bobpass", "~*", "+@all", "-@admin"],
+        "dashboard": ["on", ">dashpass", "~*", "-@all", "+@read", "+@connection"],
+    }
+    assert config.tenants == (
+        ("common", "users", "publisher"),
+        ("team-a", "quota", "512mb", "policy", "allkeys-lru", "users", "alice", "shared-read", "common"),
+        ("team-b", "quota", "256mb", "users", "bob", "dashboard", "shared-read", "common",
+         "shared-write", "common"),
+    )
+
+
+def test_passwords_are_quoted_for_the_config_syntax(tmp_path, external):
+    password = 'a "b" \\c\td ~e #f\'g'
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"auth": {"password": password, "users": [
+        {"name": "odd", "password": password, "rules": "~* +@all"}]}}))
+    config = load_config(render("defaults", "-f", values), tmp_path, external)
+    assert config["requirepass"] == password
+    assert config.users[0][:3] == (b"odd", b"on", b">" + password.encode())
+
+
+def test_a_bad_acl_rule_is_refused_by_the_loader(tmp_path, external):
+    """The loader really checks what the chart passes through: a rule it does not know fails."""
+    docs = render("defaults", "--set", "auth.users[0].name=x", "--set", "auth.users[0].rules=+nosuchcommand")
+    with pytest.raises(ConfigError, match="Error in user declaration 'x'"):
+        load_config(docs, tmp_path, external)
+
+
+# ---------------------------------------------------------------- real servers
+
+def start_server(docs, tmp_path, external) -> ChartServer:
+    conf = server_config(docs, tmp_path, external)
+    rendered = Config.load([str(conf)], environ={})
+    options = {"arena-size": "64mb"}
+    if rendered["port"] == 0:
+        options["port"] = 0
+    if rendered["tls-port"]:
+        options["tls-port"] = free_port()
+    return ChartServer(conf, options).start()
+
+
+def run_probe(docs, server, kind="readinessProbe") -> subprocess.CompletedProcess:
+    command = server_container(docs)[kind]["exec"]["command"]
+    command = [sys.executable if arg == "python" else arg for arg in command]
+    command = [server.unixsocket if arg == "/tmp/cxlredis.sock" else arg for arg in command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30,
+                          env={"PYTHONPATH": str(REPO_ROOT)})
+
+
+def run_hook(docs, tmp_path, port, external, replace=None) -> subprocess.CompletedProcess:
+    """The helm test Pod's container, run here: its projected volume laid out under
+    tmp_path, its environment with the paths moved there and the server's address."""
+    pod = hook_pod(docs)
+    (container,) = pod["spec"]["containers"]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    directory = tmp_path / "etc-cxlredis-test"
+    for volume in pod["spec"].get("volumes", []):
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+        project(docs, volume, directory, external)
+        env = {name: value.replace(mount["mountPath"] + "/", f"{directory}/")
+               for name, value in env.items()}
+    for path, (old, new) in (replace or {}).items():
+        target = directory / path
+        target.write_text(target.read_text().replace(old, new))
+    env.update(SMOKE_HOST="127.0.0.1", SMOKE_PORT=str(port), PYTHONPATH=str(REPO_ROOT))
+    assert container["command"][0] == "python"
+    return subprocess.run([sys.executable, *container["command"][1:], *container["args"]],
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+@pytest.fixture
+def live(tmp_path, external):
+    """live(scenario) -> (docs, server, hook port); servers are stopped afterwards."""
+    started = []
+
+    def start(scenario):
+        docs = render(scenario)
+        server = start_server(docs, tmp_path, external)
+        started.append(server)
+        port = server.options.get("tls-port") or server.port
+        return SimpleNamespace(docs=docs, server=server, port=port,
+                               hook=lambda **kw: run_hook(docs, tmp_path, port, external, **kw))
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.close()
+
+
+HOOK_LINES = {
+    "defaults": ["ok   default: logged in, PING, SET/GET/DEL cxlredis-helm-test:default:"],
+    "shm": ["ok   default: logged in, PING, SET/GET/DEL"],
+    "tenants": ["ok   default: logged in, PING, SET/GET/DEL",
+                "ok   publisher: logged in, PING, SET/GET/DEL",
+                "ok   alice: logged in, PING, SET/GET/DEL",
+                "ok   bob: logged in, PING, SET/GET/DEL",
+                "ok   dashboard: logged in, PING; SET refused by its ACL rules (NOPERM)",
+                "smoke test: 5 of 5 users passed"],
+    "file": ["ok   default: logged in, PING, SET/GET/DEL",
+             "ok   admin: logged in, PING, SET/GET/DEL cxlredis-helm-test:admin:",
+             "ok   lmcache: logged in, PING, SET/GET/DEL kv:cxlredis-helm-test:lmcache:"],
+    "existing-secret": ["skip hashed: no plaintext password in users.conf",
+                        "skip retired: off",
+                        "ok   default: logged in, PING, SET/GET/DEL",
+                        "ok   reader: logged in, PING; SET refused by its ACL rules (NOPERM)",
+                        "ok   writer: logged in, PING, SET/GET/DEL kv:cxlredis-helm-test:writer:",
+                        "smoke test: 3 of 3 users passed"],
+    "tls": ["ok   default: logged in, PING, SET/GET/DEL", "smoke test: 1 of 1 users passed"],
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(HOOK_LINES))
+def test_probes_and_helm_test_pass_on_a_server_from_the_chart(scenario, live):
+    deployment = live(scenario)
+    for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
+        probe = run_probe(deployment.docs, deployment.server, kind)
+        assert probe.returncode == 0, probe.stderr
+    result = deployment.hook()
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    for expected in HOOK_LINES[scenario]:
+        assert any(line.startswith(expected) for line in lines), (expected, result.stdout)
+    assert "FAIL" not in result.stdout
+
+
+def test_tenants_and_options_take_effect(live):
+    tenants = live("tenants")
+    admin = redis.Redis(port=tenants.server.port, password="adminsecret", decode_responses=True)
+    try:
+        assert sorted(admin.execute_command("TENANT", "LIST")) == ["common", "default", "team-a", "team-b"]
+        info = admin.execute_command("TENANT", "INFO", "team-a")
+        info = dict(zip(info[::2], info[1::2])) if isinstance(info, list) else info
+        assert int(info["quota"]) == 512 * MB
+    finally:
+        admin.close()
+    shm = live("shm")
+    admin = redis.Redis(port=shm.server.port, password='s3cret "quoted" pass', decode_responses=True)
+    try:
+        assert admin.config_get("maxmemory")["maxmemory"] == str(1800 * MB)
+        assert admin.config_get("timeout")["timeout"] == "300"
+    finally:
+        admin.close()
+
+
+def test_audit_log_lands_in_the_working_directory(live):
+    deployment = live("file")
+    assert deployment.hook().returncode == 0
+    events = [json.loads(line) for line in (deployment.server.dir / "audit.log").read_text().splitlines()]
+    logins = {event["user"] for event in events if event["event"] == "auth_success"}
+    assert {"admin", "lmcache"} <= logins
+
+
+def test_helm_test_fails_on_a_wrong_password(live):
+    deployment = live("tenants")
+    result = deployment.hook(replace={"users.conf": (">alicepass", ">wrong")})
+    assert result.returncode == 1
+    assert "FAIL alice: AuthenticationError" in result.stdout, result.stdout
+
+
+def test_helm_test_and_probes_fail_without_a_server(live):
+    deployment = live("defaults")
+    deployment.server.stop()
+    assert run_probe(deployment.docs, deployment.server).returncode == 1
+    result = deployment.hook()
+    assert result.returncode == 1
+    assert "FAIL default: ConnectionError" in result.stdout, result.stdout
+
+
+def test_tls_hook_needs_its_client_certificate(live, external):
+    deployment = live("tls")
+    unsigned = external["cxlredis-test-client-tls"]["tls.crt"]
+    result = deployment.hook(replace={"tls/client.crt": (unsigned.decode(),
+                                                         external["cxlredis-tls"]["ca.crt"].decode())})
+    assert result.returncode == 1, result.stdout
+    assert "FAIL default" in result.stdout
