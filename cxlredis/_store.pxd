@@ -24,6 +24,8 @@ cdef class Arena(Keyspace):
     cdef uint64_t maxmem         # 0 = the whole heap
     cdef uint64_t rng            # xorshift state for the random/LFU policies
     cdef int ndb
+    cdef public bint checksums   # arena-checksum: commit values with a checksum, verify it on reads
+    cdef readonly uint64_t checksum_failures    # values dropped because they failed it
     cdef readonly object path
     cdef readonly str recovery
     cdef readonly Py_ssize_t dropped_entries

@@ -583,6 +583,9 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("arena-reset", Bool(), False, IMMUTABLE,
      "Re-format the arena at startup, discarding its contents; no re-attaches and serves them.",
      "arena"),
+    ("arena-checksum", Bool(), False, MUTABLE,
+     "Store a checksum with each value written from now on and verify it on every read; "
+     "a value that fails it is dropped (a miss), counted and logged.", "arena"),
     ("large-value-threshold", Memory(1024, LLONG_MAX), 64 * 1024, MUTABLE,
      "Arguments and replies at or above this size go straight between socket and arena "
      "(zero copy).", "arena"),

@@ -235,6 +235,8 @@ def _arena(s):
         ("arena_size", s.store.size),
         ("arena_recovery", s.store.recovery),
         ("arena_dropped_entries", s.store.dropped_entries),
+        ("arena_checksum", "yes" if s.store.checksums else "no"),
+        ("arena_checksum_failures", s.store.checksum_failures),
     ]
     lines += [(f"arena_{k}", f"{v:.4f}" if isinstance(v, float) else v)
               for k, v in st.items() if k != "policy"]

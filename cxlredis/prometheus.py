@@ -118,6 +118,9 @@ class ServerCollector:
                  "The effective maxmemory (the heap size when maxmemory is 0)."),
                 ("used_memory_bytes", arena["used_memory"], "used_memory as INFO reports it.")):
             yield GaugeMetricFamily(f"cxlredis_{name}", help_text, value=value)
+        yield CounterMetricFamily("cxlredis_arena_checksum_failures",
+                                  "Values dropped on read because they failed their checksum.",
+                                  value=server.store.checksum_failures)
         yield GaugeMetricFamily("cxlredis_arena_fragmentation_ratio",
                                 "1 - largest free block / free bytes (0: the free space is one block).",
                                 value=arena["fragmentation"])

@@ -92,6 +92,8 @@ class Server:
         self.apply_maxmemory(config["maxmemory"])
         self.store.policy = config["maxmemory-policy"]
         self.store.maxmemory_samples = config["maxmemory-samples"]
+        self.store.checksums = config["arena-checksum"]
+        self.checksum_failures_logged = 0
         self.monitoring = Monitoring(self)     # SLOWLOG, LATENCY and MONITOR clients
         # Users → tenants, and the keyspace each connection is bound to (after the arena,
         # which keeps the tenants themselves).
@@ -113,6 +115,7 @@ class Server:
         cfg.on_change("maxmemory", self.apply_maxmemory)
         cfg.on_change("maxmemory-policy", lambda v: setattr(self.store, "policy", v))
         cfg.on_change("maxmemory-samples", lambda v: setattr(self.store, "maxmemory_samples", v))
+        cfg.on_change("arena-checksum", lambda v: setattr(self.store, "checksums", v))
         cfg.on_change("loglevel", set_log_level)
         cfg.on_change("port", lambda v: self._rebind(port=v))
         cfg.on_change("bind", lambda v: self._rebind(bind=v))
@@ -218,6 +221,12 @@ class Server:
     def _cron_tick(self):
         # An expire step is bounded so a cron tick never stalls clients.
         self.monitoring.latency.timed("expire-cycle", self.store.expire_cycle, 200)
+        failures = self.store.checksum_failures
+        if failures != self.checksum_failures_logged:
+            log.warning("%d value(s) failed their checksum on read and were dropped "
+                        "(%d since start): the arena's memory is corrupting data",
+                        failures - self.checksum_failures_logged, failures)
+            self.checksum_failures_logged = failures
         for c in list(self.clients.values()):
             if c.soft_limit_since is not None and not c.closing:
                 c.check_output_limit(c.transport.get_write_buffer_size())

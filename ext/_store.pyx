@@ -525,8 +525,53 @@ cdef extern from *:
     }
 
     /* `off` (live) gets a new generation and header checksum after an in-place change */
+    /* ---- optional value checksums (arena-checksum) ----
+       An entry committed while checksums are on carries CX_SUMMED in its type and a
+       64-bit checksum of its value in the last 8 bytes of its key area, just before
+       the value (its key area was reserved 8 bytes larger for it). */
+    #define CX_TYPE_MASK 0x7f
+    #define CX_SUMMED 0x80
+
+    static inline uint64_t cx_rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+    /* Four independent multiply-rotate lanes over 32-byte stripes, then the tail and a
+       final avalanche: fast enough to verify multi-MiB values on every read. */
+    static uint64_t cx_value_sum(const uint8_t *p, uint64_t n) {
+        const uint64_t m1 = 0x9E3779B185EBCA87ull, m2 = 0xC2B2AE3D27D4EB4Full;
+        uint64_t lane[4] = {m1 ^ n, m2, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+        uint64_t i = 0, w, h;
+        for (; i + 32 <= n; i += 32) {
+            for (int j = 0; j < 4; j++) {
+                memcpy(&w, p + i + 8 * j, 8);
+                lane[j] = cx_rotl(lane[j] + w * m2, 31) * m1;
+            }
+        }
+        h = cx_rotl(lane[0], 1) + cx_rotl(lane[1], 7) + cx_rotl(lane[2], 12) + cx_rotl(lane[3], 18);
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, p + i, 8);
+            h = cx_rotl(h ^ (cx_rotl(w * m2, 31) * m1), 27) * m1 + m2;
+        }
+        for (; i < n; i++) h = cx_rotl(h ^ (p[i] * m1), 11) * m2;
+        h ^= h >> 33; h *= m2; h ^= h >> 29; h *= m1; h ^= h >> 32;
+        return h;
+    }
+
+    static inline uint64_t *cx_sum_slot(cx_entry *e) { return (uint64_t *)(CX_VAL(e) - 8); }
+
+    static inline int cx_value_intact(cx_entry *e) {
+        return !(e->type & CX_SUMMED) || *cx_sum_slot(e) == cx_value_sum(CX_VAL(e), e->value_len);
+    }
+
+    /* Key bytes the entry's key area can take (a summed entry keeps 8 for its checksum). */
+    static inline uint64_t cx_key_room(const cx_entry *e) {
+        return e->key_cap - ((e->type & CX_SUMMED) ? 8 : 0);
+    }
+
+    /* After the value changed in place (APPEND, SETRANGE past the end): a new generation,
+       the value's checksum if it has one, and the header's. */
     static void cx_reseal(char *base, uint64_t off) {
         cx_entry *e = CX_E(base, off);
+        if (e->type & CX_SUMMED) *cx_sum_slot(e) = cx_value_sum(CX_VAL(e), e->value_len);
         e->generation = ++CX_SB(base)->generation;
         e->checksum = cx_entry_sum(e);
     }
@@ -764,7 +809,7 @@ cdef extern from *:
        current entry: the new entry is complete and live before it is linked, the old
        one is unlinked by the same store and then dropped. */
     static void cx_commit(char *base, uint64_t off, unsigned pdb, const uint8_t *key, size_t klen,
-                          int64_t expire_at, int type, int keep_ttl, int64_t now) {
+                          int64_t expire_at, int type, int keep_ttl, int64_t now, int checksum) {
         cx_super *sb = CX_SB(base);
         cx_entry *e = CX_E(base, off);
         uint64_t h = cx_key_hash(sb, e->tenant, pdb, key, klen), *link = NULL;
@@ -773,6 +818,11 @@ cdef extern from *:
         memcpy(CX_KEY(e), key, klen);
         e->key_len = (uint32_t)klen;
         e->db = (uint16_t)pdb;
+        type &= CX_TYPE_MASK;
+        if (checksum && e->key_cap >= klen + 8) {
+            *cx_sum_slot(e) = cx_value_sum(CX_VAL(e), e->value_len);
+            type |= CX_SUMMED;
+        }
         e->type = (uint8_t)type;
         e->hash = h;
         e->expire_at = expire_at;
@@ -792,8 +842,10 @@ cdef extern from *:
         cx_lru_push(base, off);
     }
 
+    /* corrupt: NULL, or where to count a value that fails its checksum (it is dropped and
+       the lookup is a miss) */
     static uint64_t cx_lookup(char *base, unsigned tenant, unsigned pdb, const uint8_t *key, size_t klen,
-                              int touch, int stats, int lfu, uint64_t *rng) {
+                              int touch, int stats, int lfu, uint64_t *rng, uint64_t *corrupt) {
         cx_super *sb = CX_SB(base);
         cx_tenant *t = &sb->tenants[tenant];
         uint64_t h = cx_key_hash(sb, tenant, pdb, key, klen);
@@ -806,6 +858,10 @@ cdef extern from *:
                 cx_drop(base, off, 1);
                 sb->expired++;
                 t->expired++;
+                off = 0;
+            } else if (corrupt && !cx_value_intact(e)) {
+                cx_drop(base, off, 1);
+                (*corrupt)++;
                 off = 0;
             } else if (touch) {
                 e->last_access = now;
@@ -1435,9 +1491,11 @@ cdef extern from *:
     uint64_t cx_reserve(char* base, unsigned tenant, uint64_t key_cap, uint64_t value_cap, uint64_t value_len,
                         const cx_cfg* cfg, int64_t now) nogil
     void cx_release(char* base, uint64_t off) nogil
-    void cx_commit(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen, int64_t expire_at, int type, int keep_ttl, int64_t now) nogil
+    void cx_commit(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen, int64_t expire_at, int type, int keep_ttl, int64_t now, int checksum) nogil
     uint64_t cx_lookup(char* base, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen, int touch,
-                       int stats, int lfu, uint64_t* rng) nogil
+                       int stats, int lfu, uint64_t* rng, uint64_t* corrupt) nogil
+    uint64_t cx_key_room(const cx_entry* e) nogil
+    int CX_TYPE_MASK
     void cx_set_expire(char* base, uint64_t off, int64_t at, int64_t now) nogil
     void cx_rename_in_place(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen) nogil
     uint64_t cx_random_entry(char* base, uint64_t* rng, const cx_filter* f) nogil
@@ -1642,10 +1700,15 @@ cdef int raise_oom(Arena a, unsigned tenant, uint64_t value_bytes, bint rejected
                       f"{POLICY_NAMES[tenant_policy(a, tenant)]})")
 
 
+cdef inline uint64_t checksum_room(Arena a) noexcept:
+    """Key-area bytes a new block needs for its value's checksum (arena-checksum)."""
+    return 8 if a.checksums else 0
+
+
 cdef uint64_t reserve_or_raise(Arena a, unsigned tenant, uint64_t key_cap, uint64_t value_len,
                                int64_t now) except 0:
     cdef cx_cfg cfg = eviction_cfg(a)
-    cdef uint64_t off = cx_reserve(a.base, tenant, key_cap, value_len, value_len, &cfg, now)
+    cdef uint64_t off = cx_reserve(a.base, tenant, key_cap + checksum_room(a), value_len, value_len, &cfg, now)
     if not off:
         raise_oom(a, tenant, value_len)
     return off
@@ -1666,7 +1729,7 @@ cdef uint64_t put(Arena a, unsigned tenant, unsigned pdb, Buf* key, Buf* value, 
                 expire_at = old.expire_at
     off = reserve_or_raise(a, tenant, key.len, value.len, now)
     copy_bytes(CX_VAL(CX_E(a.base, off)), value.ptr, value.len)
-    cx_commit(a.base, off, pdb, key.ptr, key.len, expire_at, type, 0, now)
+    cx_commit(a.base, off, pdb, key.ptr, key.len, expire_at, type, 0, now, a.checksums)
     CX_SB(a.base).tmeta[tenant].bytes_written += value.len
     return off
 
@@ -1714,9 +1777,11 @@ cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py
     cdef uint64_t off = cx_find(a.base, cx_key_hash(CX_SB(a.base), ks.tenant, pdb, k, key_len),
                                 ks.tenant, pdb, k, key_len, NULL)
     cdef cx_entry* e
-    if off and (CX_E(a.base, off).type != STRING_TYPE or CX_E(a.base, off).value_len >= <uint64_t>max_len):
+    if off and ((CX_E(a.base, off).type & CX_TYPE_MASK) != STRING_TYPE
+                or CX_E(a.base, off).value_len >= <uint64_t>max_len):
         return -1
-    off = cx_lookup(a.base, ks.tenant, pdb, k, key_len, 1, 1, lfu_policy(a, ks.tenant), &a.rng)
+    off = cx_lookup(a.base, ks.tenant, pdb, k, key_len, 1, 1, lfu_policy(a, ks.tenant), &a.rng,
+                    &a.checksum_failures if a.checksums else NULL)
     if not off:
         return 0
     e = CX_E(a.base, off)
@@ -1776,7 +1841,9 @@ cdef class Keyspace:
         cdef uint64_t off
         cdef Buf k
         buf_open(&k, key)
-        off = cx_lookup(a.base, self.tenant, pdb, k.ptr, k.len, touch, stats, lfu_policy(a, self.tenant), &a.rng)
+        # a read (stats) verifies the value's checksum, if it has one and arena-checksum is on
+        off = cx_lookup(a.base, self.tenant, pdb, k.ptr, k.len, touch, stats, lfu_policy(a, self.tenant), &a.rng,
+                        &a.checksum_failures if a.checksums and stats else NULL)
         buf_close(&k)
         return off
 
@@ -1793,7 +1860,7 @@ cdef class Keyspace:
         return PyBytes_FromStringAndSize(<char*>CX_VAL(e), e.value_len)
 
     def entry_type(self, uint64_t off):
-        return ks_entry(self, ks_arena(self), off, SERVED).type
+        return ks_entry(self, ks_arena(self), off, SERVED).type & CX_TYPE_MASK
 
     def expire_at(self, uint64_t off):
         return ks_entry(self, ks_arena(self), off, SERVED).expire_at
@@ -1869,7 +1936,7 @@ cdef class Keyspace:
         cdef uint64_t off
         if key_cap > MAX_KEY_BYTES:
             raise ValueError("key_cap above 512 MiB")
-        off = cx_reserve(a.base, self.tenant, key_cap, nbytes, nbytes, &cfg, cx_now_ms())
+        off = cx_reserve(a.base, self.tenant, key_cap + checksum_room(a), nbytes, nbytes, &cfg, cx_now_ms())
         if not off:
             raise_oom(a, self.tenant, nbytes, False)
         return off
@@ -1892,7 +1959,7 @@ cdef class Keyspace:
         try:
             if <uint64_t>k.len > e.key_cap:
                 raise ValueError(f"key of {k.len} bytes does not fit the reserved key_cap")
-            cx_commit(a.base, off, pdb, k.ptr, k.len, expire_at, type, keep_ttl, cx_now_ms())
+            cx_commit(a.base, off, pdb, k.ptr, k.len, expire_at, type, keep_ttl, cx_now_ms(), a.checksums)
             CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
         finally:
             buf_close(&k)
@@ -1919,7 +1986,7 @@ cdef class Keyspace:
         try:
             buf_open(&d, data)
             try:
-                off = cx_lookup(a.base, tenant, pdb, k.ptr, k.len, 1, 0, lfu_policy(a, tenant), &a.rng)
+                off = cx_lookup(a.base, tenant, pdb, k.ptr, k.len, 1, 0, lfu_policy(a, tenant), &a.rng, NULL)
                 if not off:
                     put(a, tenant, pdb, &k, &d, -1, TYPE_STRING, False)
                     return d.len
@@ -1951,7 +2018,7 @@ cdef class Keyspace:
                 ne = CX_E(a.base, fresh)
                 copy_bytes(CX_VAL(ne), CX_VAL(e), old_len)
                 copy_bytes(CX_VAL(ne) + old_len, d.ptr, d.len)
-                cx_commit(a.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
+                cx_commit(a.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now, a.checksums)
                 cx_unpin(a.base, off)     # frees the old version unless a reader holds it
                 CX_SB(a.base).tmeta[tenant].bytes_written += d.len
                 return new_len
@@ -1976,7 +2043,7 @@ cdef class Keyspace:
             buf_open(&d, data)
             try:
                 end = offset + d.len
-                off = cx_lookup(a.base, tenant, pdb, k.ptr, k.len, 1, 0, lfu_policy(a, tenant), &a.rng)
+                off = cx_lookup(a.base, tenant, pdb, k.ptr, k.len, 1, 0, lfu_policy(a, tenant), &a.rng, NULL)
                 if not off:
                     if d.len == 0:
                         return 0
@@ -1984,7 +2051,7 @@ cdef class Keyspace:
                     ne = CX_E(a.base, fresh)
                     memset(CX_VAL(ne), 0, offset)
                     copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
-                    cx_commit(a.base, fresh, pdb, k.ptr, k.len, -1, TYPE_STRING, 0, now)
+                    cx_commit(a.base, fresh, pdb, k.ptr, k.len, -1, TYPE_STRING, 0, now, a.checksums)
                     CX_SB(a.base).tmeta[tenant].bytes_written += d.len
                     return end
                 e = CX_E(a.base, off)
@@ -2008,7 +2075,7 @@ cdef class Keyspace:
                     if offset > old_len:
                         memset(CX_VAL(ne) + old_len, 0, offset - old_len)
                     copy_bytes(CX_VAL(ne) + offset, d.ptr, d.len)
-                    cx_commit(a.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now)
+                    cx_commit(a.base, fresh, pdb, k.ptr, k.len, e.expire_at, e.type, 0, now, a.checksums)
                 finally:
                     cx_unpin(a.base, off)
                 CX_SB(a.base).tmeta[tenant].bytes_written += d.len
@@ -2053,7 +2120,7 @@ cdef class Keyspace:
             try:
                 fresh = reserve_or_raise(a, self.tenant, dk.len, e.value_len, now)
                 copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
-                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
+                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now, a.checksums)
                 CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
             finally:
                 cx_unpin(a.base, src)
@@ -2078,14 +2145,14 @@ cdef class Keyspace:
         try:
             if spdb == dpdb and <uint64_t>dk.len == e.key_len and memcmp(CX_KEY(e), dk.ptr, dk.len) == 0:
                 return True
-            if <uint64_t>dk.len <= e.key_cap:
+            if <uint64_t>dk.len <= cx_key_room(e):
                 cx_rename_in_place(a.base, src, dpdb, dk.ptr, dk.len)
                 return True
             cx_pin(a.base, src)
             try:
                 fresh = reserve_or_raise(a, self.tenant, dk.len, e.value_len, now)
                 copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
-                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now)
+                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now, a.checksums)
                 cx_drop(a.base, src, 1)   # a zombie until the unpin below
             finally:
                 cx_unpin(a.base, src)
@@ -2136,7 +2203,7 @@ cdef class Keyspace:
                     e = CX_E(base, cur)
                     if e.db == pdb and e.tenant == tenant:
                         examined += 1
-                        if (not cx_expired(e, now) and (type < 0 or e.type == type)
+                        if (not cx_expired(e, now) and (type < 0 or (e.type & CX_TYPE_MASK) == type)
                                 and (not use_match or cx_glob(m.ptr, m.len, CX_KEY(e), e.key_len, 0))):
                             out.append(key_of(e))
                     cur = e.chain_next
@@ -2210,6 +2277,14 @@ cdef class Keyspace:
     def add_bytes_out(self, uint64_t n):
         """Count n bytes of replies sent to this tenant's clients."""
         CX_SB(ks_arena(self).base).tmeta[self.tenant].bytes_out += n
+
+    # ---- co-located access (the CXL command family) ----
+    def value_offset(self, uint64_t off):
+        """Offset from the start of the mapping of the value of a live, zombie or reserved
+        entry: where a process mapping the same backing reads it or fills it."""
+        cdef Arena a = ks_arena(self)
+        cdef cx_entry* e = ks_entry(self, a, off, ANY_ALLOCATED)
+        return <uint64_t>(CX_VAL(e) - <uint8_t*>a.base)
 
 
 cdef class Arena(Keyspace):
@@ -2561,6 +2636,19 @@ cdef class Arena(Keyspace):
     def check(self):
         """Validate every structure against a full heap walk; returns problem strings."""
         return check_arena(self)
+
+    def layout(self):
+        """What a process mapping the backing needs to check an entry header itself: the
+        layout version, and where the state word and generation sit in a header."""
+        cdef cx_entry probe
+        cdef char* at = <char*>&probe
+        cdef cx_super* sb = CX_SB(open_base(self))
+        return {"version": sb.version, "header_bytes": CX_HDR,
+                "state_offset": <char*>&probe.size_state - at, "state_mask": 63,
+                "live_state": CX_LIVE, "zombie_state": CX_ZOMBIE,
+                "generation_offset": <char*>&probe.generation - at,
+                # the superblock's geometry, written once by format: which arena this is
+                "geometry": PyBytes_FromStringAndSize(self.base, <char*>&sb.clean - self.base)}
 
 
 cdef class Namespace(Keyspace):
