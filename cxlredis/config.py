@@ -589,6 +589,9 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("large-value-threshold", Memory(1024, LLONG_MAX), 64 * 1024, MUTABLE,
      "Arguments and replies at or above this size go straight between socket and arena "
      "(zero copy).", "arena"),
+    ("cxl-lease-ms", Integer(1, INT_MAX), 5000, MUTABLE,
+     "How long a co-located client's lease on an arena block lasts (CXL GETREF, CXL RESERVE); "
+     "applies to leases granted from then on.", "arena"),
 
     ("proto-max-bulk-len", Memory(MB, LLONG_MAX), 512 * MB, MUTABLE,
      "Largest bulk string a request may carry.", "limits"),

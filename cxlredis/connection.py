@@ -83,6 +83,7 @@ class Client(asyncio.BufferedProtocol):
     def connection_lost(self, exc):
         self.closing = True
         self.release_reservations()
+        self.server.leases.disown(self)     # its CXL leases run to their expiry
         self.inflight_pins.extend(self.reply.discard())  # replies that will never be sent
         self._unpin_all()
         self.server.client_disconnected(self)

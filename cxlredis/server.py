@@ -20,6 +20,7 @@ from .audit import AuditLog
 from .connection import Client
 from .config import ConfigSetError
 from .errors import CommandError
+from .leases import Leases
 from .metrics import LATENCY_BUCKETS
 from .prometheus import Exporter
 from .monitoring import Monitoring
@@ -98,6 +99,7 @@ class Server:
         # Users → tenants, and the keyspace each connection is bound to (after the arena,
         # which keeps the tenants themselves).
         self.tenants = Tenants(self)
+        self.leases = Leases(self)             # co-located clients' leases (CXL commands)
         self._watch_config()
         self.tls = TLSListeners(self, bind_tcp)
 
@@ -221,6 +223,7 @@ class Server:
     def _cron_tick(self):
         # An expire step is bounded so a cron tick never stalls clients.
         self.monitoring.latency.timed("expire-cycle", self.store.expire_cycle, 200)
+        self.leases.expire()
         failures = self.store.checksum_failures
         if failures != self.checksum_failures_logged:
             log.warning("%d value(s) failed their checksum on read and were dropped "

@@ -338,4 +338,16 @@ DOCS = {
     "object|freq": doc(_KEY),
     "object|idletime": doc(_KEY),
     "object|refcount": doc(_KEY),
+    # --- cxlredis's co-located access family (commands/cxl.py) ---
+    "cxl|getref": doc(_KEY),
+    "cxl|mgetref": doc(key("key", 0, multiple=True)),
+    "cxl|release": doc(integer("lease", multiple=True)),
+    "cxl|reserve": doc(
+        _KEY, integer("nbytes"),
+        oneof("expiration",
+              integer("seconds", token="EX"),
+              integer("milliseconds", token="PX"),
+              optional=True)),
+    "cxl|commit": doc(integer("lease")),
+    "cxl|abort": doc(integer("lease")),
 }

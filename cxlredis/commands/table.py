@@ -11,12 +11,14 @@ lists its subcommands as `container|sub` entries.
 """
 from dataclasses import dataclass, field
 
-# Redis's ACL categories in their bit order: COMMAND INFO lists a command's
-# categories in this order.
+# Redis's ACL categories in their bit order (COMMAND INFO lists a command's
+# categories in this order), then cxlredis's own: "cxl", the co-located mapping
+# commands, so that mapping is granted only by name (+@cxl or +@all).
 ACL_CATEGORIES = (
     "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
     "bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
     "blocking", "dangerous", "connection", "transaction", "scripting",
+    "cxl",
 )
 
 # Which module holds the handlers of each family.
@@ -116,6 +118,10 @@ _ACL_ADMIN = "admin noscript loading stale"
 # ACL CAT must answer as Redis's does, so the family has no category of its own.
 _TENANT = dict(group="server", family="tenant", since="0.1.0")
 _TENANT_ADMIN = "admin noscript loading stale"
+# The co-located mapping family (commands/cxl.py, docs/colocated.md). No readonly/write
+# flag, so @read and @write do not grant it: a mapping exposes the whole arena.
+_CXL = dict(group="server", family="cxl", since="0.1.0")
+_CXL_MAPPING = "cxl dangerous"
 _WATCH = dict(group="server", family="monitoring")
 _WATCH_ADMIN = "admin noscript loading stale"
 _LATENCY_TIPS = ("nondeterministic_output", "request_policy:all_nodes", "response_policy:special")
@@ -233,6 +239,30 @@ SPECS = [
     cmd("tenant|whoami", 2, "noscript loading stale fast", acl="connection", **_TENANT,
         summary="Return the tenant of the current connection", complexity="O(1)"),
     cmd("tenant|help", 2, "loading stale", **_TENANT,
+        summary="Show helpful text about the different subcommands", complexity="O(1)"),
+
+    # --- co-located access (commands/cxl.py) ---------------------------------
+    cmd("cxl", -2, **_CXL, summary="A container for co-located (mapped) access commands",
+        complexity="Depends on subcommand."),
+    cmd("cxl|info", 2, "loading stale fast", acl="cxl", **_CXL,
+        summary="Describe the arena's backing and layout, and whether this connection may map it",
+        complexity="O(1)"),
+    cmd("cxl|getref", 3, "noscript fast", (2, 2, 1), acl=_CXL_MAPPING, **_CXL,
+        summary="Lease a reference (offset, length, generation) to a string value in the mapping",
+        complexity="O(1)", key_specs=(ks("RO access", 2),)),
+    cmd("cxl|mgetref", -3, "noscript fast", (2, -1, 1), acl=_CXL_MAPPING, **_CXL,
+        summary="Lease references to the string values of several keys",
+        complexity="O(N) where N is the number of keys", key_specs=(ks("RO access", 2, -1),)),
+    cmd("cxl|release", -3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
+        summary="End leases held by this connection", complexity="O(N) where N is the number of leases"),
+    cmd("cxl|reserve", -4, "denyoom noscript", (2, 2, 1), acl=_CXL_MAPPING, **_CXL,
+        summary="Lease an uncommitted arena block that the client fills through its mapping",
+        complexity="O(1)", key_specs=(ks("OW update", 2),)),
+    cmd("cxl|commit", 3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
+        summary="Make a filled reservation the key's value, atomically", complexity="O(1)"),
+    cmd("cxl|abort", 3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
+        summary="Free a reservation without storing it", complexity="O(1)"),
+    cmd("cxl|help", 2, "loading stale", acl="cxl", **_CXL,
         summary="Show helpful text about the different subcommands", complexity="O(1)"),
 
     # --- server -----------------------------------------------------------

@@ -15,6 +15,7 @@ Why replies may differ, and what must still agree:
   them; cxlredis must list exactly the category's commands that it
   implements.
 - ACL GENPASS: random; only the length and the hex alphabet agree.
+- ACL CAT: cxlredis lists Redis's categories, then its own (cxl).
 """
 from __future__ import annotations
 
@@ -199,6 +200,13 @@ def cat_members(argv, a, b):
     newer = {name for name in NEWER_THAN_ORACLE
              if category in next(s for s in all_specs() if s.name.encode() == name).acl_categories}
     return set(ours) == (set(oracle) & OUR_NAMES) | newer
+
+
+def categories(argv, a, b):
+    """ACL CAT: Redis's categories in Redis's order, then cxlredis's own (@cxl)."""
+    if TARGET == "redis" or a[:1] != b"*":
+        return a == b
+    return parse_reply(b) == parse_reply(a) + [b"cxl"]
 
 
 ACL_LIST = normalised(acl_list_rules)

@@ -65,6 +65,10 @@ FAILS_ANYWAY = {
     "tenant|delete": b"-ERR the default tenant cannot be deleted\r\n",
     "tenant|set": None,  # the default tenant is bounded by maxmemory, not changed by TENANT SET
     "latency|graph": b"-ERR No samples available for event 'v'\r\n",
+    # past the ACL, mapping is refused to password-less users over TCP (commands/cxl.py)
+    **{f"cxl|{sub}": b"-ERR CXL mapping is offered only over the unix socket, or to loopback "
+                     b"peers authenticated with a password\r\n"
+       for sub in ("getref", "mgetref", "release", "reserve", "commit", "abort")},
 }
 # Calls that change the connection itself: run on a connection of their own.
 OWN_CONNECTION = {"quit", "reset", "multi", "hello", "client|reply", "client|setname",

@@ -245,10 +245,12 @@ CORE_COMMANDS = frozenset("""
 
 # Subcommands newer than the Redis 7.0 oracle that cxlredis serves because
 # redis-py 8 sends them on every connection (CLIENT SETINFO is Redis 7.2,
-# CLIENT MAINT_NOTIFICATIONS newer still), and cxlredis's own TENANT family.
+# CLIENT MAINT_NOTIFICATIONS newer still), and cxlredis's own TENANT and CXL families.
 NEWER_THAN_ORACLE = frozenset({b"client|setinfo", b"client|maint_notifications"}) | frozenset(
     b"tenant" + sub for sub in (b"", b"|create", b"|delete", b"|info", b"|list", b"|set",
-                                b"|resetstat", b"|whoami", b"|help"))
+                                b"|resetstat", b"|whoami", b"|help")) | frozenset(
+    b"cxl" + sub for sub in (b"", b"|info", b"|getref", b"|mgetref", b"|release", b"|reserve",
+                             b"|commit", b"|abort", b"|help"))
 
 
 def command_list_subset(argv, a, b):

@@ -1,0 +1,257 @@
+"""The CXL command family (cxlredis's own): co-located clients read values and fill
+reservations through their own mapping of the arena's backing, under leases
+(cxlredis/leases.py). The protocol, its guarantees and its trust boundary are in
+docs/colocated.md.
+
+Who may map. Any process that maps the backing reads every tenant's data, so the
+mapping commands are refused, whatever the ACL says:
+- to connections bound to a tenant (one backing file holds all tenants);
+- unless the connection is over the unix socket, or from a loopback address as a
+  user that authenticated with a password (a nopass user proves nothing).
+The ACL gates them too: they are in the category @cxl (and @dangerous), not in
+@read or @write. CXL INFO and CXL HELP answer everyone the ACL lets in.
+"""
+import hashlib
+import ipaddress
+import mmap
+import os
+import time
+
+from .. import errors
+from .._store import TYPE_STRING, now_ms
+from ..errors import CommandError
+from ..leases import SLOT
+from ..slots import SlotArg
+from .args import INT64_MAX, parse_int, upper
+from .connection import reply_help
+
+CXL_HELP = (
+    "CXL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "INFO",
+    "    The arena's backing (path, size, layout) and whether this connection may map it.",
+    "GETREF <key>",
+    "    Lease a reference to key's string value: [offset, length, generation, lease,",
+    "    lease-ttl-ms, header-offset], or nil. The value stays put until the lease ends.",
+    "MGETREF <key> [<key> ...]",
+    "    GETREF for each key, in one array.",
+    "RELEASE <lease> [<lease> ...]",
+    "    End leases of this connection; returns how many it held.",
+    "RESERVE <key> <nbytes> [EX <seconds>|PX <milliseconds>]",
+    "    Lease an uncommitted block of nbytes to fill through the mapping:",
+    "    [lease, offset, nbytes, lease-ttl-ms]. The expiry counts from the commit.",
+    "COMMIT <lease>",
+    "    Make the filled reservation key's value, atomically.",
+    "ABORT <lease>",
+    "    Free a reservation without storing it.",
+    "HELP",
+    "    Print this help.",
+)
+
+NO_SUCH_LEASE = "ERR no such lease of this connection: {}"
+LEASE_EXPIRED = "ERR lease {} expired"
+
+
+def mapping_refusal(c):
+    """Why this connection may not map the arena, or None if it may."""
+    if c.tenant is not None:
+        return (f"ERR CXL mapping is not offered to tenant users: one backing file holds every "
+                f"tenant's data (this connection belongs to tenant '{c.tenant}')")
+    if c.laddr.startswith("/"):
+        return None                     # the unix socket: its file permissions admit the peer
+    host = c.addr.rsplit(":", 1)[0].strip("[]")
+    try:
+        local = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = False
+    if local and c.authenticated and not c.user.nopass:
+        return None
+    return ("ERR CXL mapping is offered only over the unix socket, or to loopback peers "
+            "authenticated with a password")
+
+
+def _check_mapping(c):
+    refusal = mapping_refusal(c)
+    if refusal is not None:
+        raise CommandError(refusal)
+
+
+def _page_size(path):
+    try:
+        return os.statvfs(path).f_bsize     # the huge page size on hugetlbfs
+    except OSError:
+        return mmap.PAGESIZE
+
+
+def _boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def cmd_cxl_info(c, argv):
+    server = c.server
+    store = server.store
+    layout = store.layout()
+    refusal = mapping_refusal(c)
+    refs, slots = server.leases.counts()
+    path = os.path.abspath(server.arena_path)
+    fields = (
+        ("backing-path", path),
+        ("backing-size", store.size),
+        ("layout-version", layout["version"]),
+        ("page-size", _page_size(path)),
+        # a client maps what it believes is the backing and compares this digest of the
+        # superblock's geometry (random hash seed, format time) with its own mapping
+        ("geometry-bytes", len(layout["geometry"])),
+        ("geometry-digest", hashlib.blake2b(layout["geometry"], digest_size=16).hexdigest()),
+        ("boot-id", _boot_id()),
+        ("header-bytes", layout["header_bytes"]),
+        ("state-offset", layout["state_offset"]),
+        ("state-mask", layout["state_mask"]),
+        ("live-state", layout["live_state"]),
+        ("zombie-state", layout["zombie_state"]),
+        ("generation-offset", layout["generation_offset"]),
+        ("lease-ms", server.config["cxl-lease-ms"]),
+        ("leases-refs", refs),
+        ("leases-slots", slots),
+        ("mapping", "refused" if refusal else "allowed"),
+        ("mapping-refused-because", refusal.removeprefix("ERR ") if refusal else ""),
+    )
+    c.reply.map(len(fields))
+    for name, value in fields:
+        c.reply.bulk(name)
+        if isinstance(value, int):
+            c.reply.integer(value)
+        else:
+            c.reply.bulk(value)
+
+
+def _reference(c, key):
+    """A leased reference to key's string value, or None when missing; WRONGTYPE otherwise."""
+    store = c.store
+    off = store.lookup(c.db, key)
+    if not off:
+        return None
+    if store.entry_type(off) != TYPE_STRING:
+        raise CommandError(errors.WRONGTYPE)
+    lease = c.server.leases.reference(c, off)
+    return (store.value_offset(off), store.value_len(off), store.generation(off), lease.id,
+            c.server.config["cxl-lease-ms"], off)
+
+
+def _reply_reference(c, ref):
+    if ref is None:
+        c.reply.null()
+        return
+    c.reply.array(len(ref))
+    for number in ref:
+        c.reply.integer(number)
+
+
+def cmd_cxl_getref(c, argv):
+    _check_mapping(c)
+    _reply_reference(c, _reference(c, argv[2]))
+
+
+def cmd_cxl_mgetref(c, argv):
+    _check_mapping(c)
+    refs = []
+    try:
+        for key in argv[2:]:
+            refs.append(_reference(c, key))
+    except CommandError:
+        # all or nothing: a WRONGTYPE key ends the leases already taken
+        for ref in refs:
+            if ref is not None:
+                c.server.leases.end(c.server.leases.by_id[ref[3]])
+        raise
+    c.reply.array(len(refs))
+    for ref in refs:
+        _reply_reference(c, ref)
+
+
+def _lease_id(arg):
+    return parse_int(arg)
+
+
+def cmd_cxl_release(c, argv):
+    _check_mapping(c)
+    leases = c.server.leases
+    ended = 0
+    for arg in argv[2:]:
+        lease = leases.owned(c, _lease_id(arg))
+        if lease is not None:
+            leases.end(lease)
+            ended += 1
+    c.reply.integer(ended)
+
+
+def _expiry_ms(argv):
+    """RESERVE's optional EX/PX as milliseconds from the commit, or None."""
+    if len(argv) == 4:
+        return None
+    if len(argv) != 6:
+        raise CommandError(errors.SYNTAX)
+    unit = upper(argv[4])
+    scale = {"EX": 1000, "PX": 1}.get(unit)
+    if scale is None:
+        raise CommandError(errors.SYNTAX)
+    when = parse_int(argv[5])
+    if when <= 0 or when > INT64_MAX // scale // 2:
+        raise CommandError(errors.invalid_expire("cxl|reserve"))
+    return when * scale
+
+
+def cmd_cxl_reserve(c, argv):
+    _check_mapping(c)
+    key = bytes(argv[2])
+    nbytes = parse_int(argv[3])
+    if nbytes < 0:
+        raise CommandError(errors.NOT_INTEGER)
+    if nbytes > c.server.config["proto-max-bulk-len"]:
+        raise CommandError(errors.STRING_TOO_LONG)
+    ttl_ms = _expiry_ms(argv)
+    store = c.store
+    off = store.reserve(nbytes, len(key))       # OutOfMemory answers -OOM
+    lease = c.server.leases.slot(c, off, c.db, key, ttl_ms)
+    c.reply.array(4)
+    c.reply.integer(lease.id)
+    c.reply.integer(store.value_offset(off))
+    c.reply.integer(nbytes)
+    c.reply.integer(c.server.config["cxl-lease-ms"])
+
+
+def _owned_slot(c, arg):
+    lease_id = _lease_id(arg)
+    lease = c.server.leases.owned(c, lease_id, SLOT)
+    if lease is None:
+        raise CommandError(NO_SUCH_LEASE.format(lease_id))
+    return lease, time.monotonic()
+
+
+def cmd_cxl_commit(c, argv):
+    _check_mapping(c)
+    lease, now = _owned_slot(c, argv[2])
+    leases = c.server.leases
+    if now >= lease.expires:
+        # the block may be freed any moment now: a late writer's bytes are not trusted
+        leases.end(lease)
+        raise CommandError(LEASE_EXPIRED.format(lease.id))
+    expire_at = -1 if lease.ttl_ms is None else now_ms() + lease.ttl_ms
+    # the commit path of a value received into a slot (SET): visible at once, whole
+    SlotArg(c.store, lease.off, c.store.value_len(lease.off)).commit(lease.db, lease.key, expire_at)
+    leases.committed(lease)
+    c.reply.ok()
+
+
+def cmd_cxl_abort(c, argv):
+    _check_mapping(c)
+    lease, _ = _owned_slot(c, argv[2])
+    c.server.leases.end(lease)
+    c.reply.ok()
+
+
+def cmd_cxl_help(c, argv):
+    reply_help(c, CXL_HELP)

@@ -1,0 +1,124 @@
+"""Leases on arena blocks handed to co-located clients (the CXL command family).
+
+A client that maps the arena's backing reads a value, or fills a reserved block,
+through its own mapping, outside the server's control. A lease is the server's
+promise that the block stays what it was while the client does so:
+
+- a *reference* (CXL GETREF/MGETREF) pins a live entry: its block is not freed or
+  reused, and no write touches its value bytes (every rewrite is copy-on-write;
+  an in-place APPEND only writes past the old length), until the lease ends;
+- a *slot* (CXL RESERVE) is an uncommitted reservation the client fills and then
+  commits (CXL COMMIT: the ordinary commit, so the value becomes visible atomically,
+  invariant 1) or aborts.
+
+A lease ends when its owner releases it (RELEASE, COMMIT, ABORT) or when it
+expires. Closing the owning connection does not end it early: the socket closing
+does not prove the process stopped touching its mapping, so its leases run to
+their expiry (a slot can then no longer be committed). An expired slot is freed
+one more lease period later, so a writer that overran its deadline stalls into a
+block nobody else holds yet. Expiry runs from the server's cron (Server._cron_tick).
+
+Times are CLOCK_MONOTONIC, which every process on the host shares; clients are
+given a time-to-live, not a wall-clock instant.
+"""
+import heapq
+import itertools
+import time
+
+REF, SLOT = "ref", "slot"
+
+
+class Lease:
+    __slots__ = ("id", "kind", "off", "owner", "expires", "frees", "db", "key", "ttl_ms")
+
+    def __init__(self, lease_id, kind, off, owner, expires, frees):
+        self.id = lease_id
+        self.kind = kind
+        self.off = off                   # entry offset (the block's header)
+        self.owner = owner               # the owning client's id; 0 once it disconnected
+        self.expires = expires           # monotonic seconds: what the client was promised
+        self.frees = frees               # monotonic seconds: when the server lets go
+        self.db = self.key = None        # a slot's destination
+        self.ttl_ms = None               # a slot's EX/PX, applied at commit
+
+
+class Leases:
+    """Every lease of the server, by id; pins and reservations are taken through the arena."""
+
+    def __init__(self, server):
+        self.server = server
+        self.by_id = {}
+        self.by_owner = {}               # client id -> set of lease ids
+        self._schedule = []              # heap of (frees, id); released leases are skipped
+        self._ids = itertools.count(1)
+
+    @property
+    def lease_ms(self):
+        return self.server.config["cxl-lease-ms"]
+
+    def _add(self, kind, off, owner):
+        now = time.monotonic()
+        period = self.lease_ms / 1000
+        # a slot outlives its expiry by one more period (see the module docstring)
+        lease = Lease(next(self._ids), kind, off, owner, now + period,
+                      now + period * (2 if kind == SLOT else 1))
+        self.by_id[lease.id] = lease
+        self.by_owner.setdefault(owner, set()).add(lease.id)
+        heapq.heappush(self._schedule, (lease.frees, lease.id))
+        return lease
+
+    def reference(self, client, off):
+        """Pin live entry `off` for client; returns the lease."""
+        self.server.store.pin(off)
+        return self._add(REF, off, client.id)
+
+    def slot(self, client, off, db, key, ttl_ms):
+        """Own reserved block `off` on behalf of client, to be committed under (db, key)."""
+        lease = self._add(SLOT, off, client.id)
+        lease.db, lease.key, lease.ttl_ms = db, key, ttl_ms
+        return lease
+
+    def owned(self, client, lease_id, kind=None):
+        """The client's live lease `lease_id` (of `kind`), or None."""
+        lease = self.by_id.get(lease_id)
+        if lease is None or lease.owner != client.id or (kind is not None and lease.kind != kind):
+            return None
+        return lease
+
+    def end(self, lease):
+        """Let go of a lease: unpin a reference, free a slot that was not committed."""
+        del self.by_id[lease.id]
+        owned = self.by_owner.get(lease.owner)
+        if owned is not None:
+            owned.discard(lease.id)
+            if not owned:
+                del self.by_owner[lease.owner]
+        store = self.server.store       # the arena reaches any tenant's block
+        if lease.kind == REF:
+            store.unpin(lease.off)
+        elif lease.key is not None:     # a slot not yet committed
+            store.release(lease.off)
+
+    def committed(self, lease):
+        """A slot's block now belongs to the index: end the lease without freeing it."""
+        lease.key = None
+        self.end(lease)
+
+    def disown(self, client):
+        """The client disconnected: its leases run to their expiry with no owner."""
+        for lease_id in self.by_owner.pop(client.id, ()):
+            self.by_id[lease_id].owner = 0
+
+    def expire(self, now=None):
+        """End every lease whose time is up (the server's cron calls this)."""
+        now = time.monotonic() if now is None else now
+        schedule = self._schedule
+        while schedule and schedule[0][0] <= now:
+            _, lease_id = heapq.heappop(schedule)
+            lease = self.by_id.get(lease_id)
+            if lease is not None:
+                self.end(lease)
+
+    def counts(self):
+        refs = sum(1 for lease in self.by_id.values() if lease.kind == REF)
+        return refs, len(self.by_id) - refs

@@ -1,0 +1,164 @@
+"""An LMCache remote connector over cxlredis.local: KV chunks are read and written
+through the arena's mapping when LMCache runs on the same host (or the same CXL
+pool) as the server, over plain RESP otherwise. It loads through LMCache's
+remote-storage plugin mechanism, without patching LMCache:
+
+    remote_storage_plugins: ["cxlredis"]
+    extra_config:
+      remote_storage_plugin.cxlredis.module_path: cxlredis.lmcache_plugin
+      remote_storage_plugin.cxlredis.class_name: CxlRedisConnector
+      remote_storage_plugin.cxlredis.url: unix:///run/cxlredis/cxlredis.sock
+      # optional: remote_storage_plugin.cxlredis.backing_path: /dev/dax0.0
+      # (where this process sees the arena, when not at the server's path)
+
+The url is unix:///path/to.sock or redis://[user:password@]host:port[/db]. A chunk
+is one key (LMCache's key string) holding LMCache's chunk metadata (when
+save_chunk_meta is on, its default) followed by the KV bytes, committed at once.
+"""
+import threading
+from urllib.parse import unquote, urlparse
+
+from lmcache.v1.protocol import RemoteMetadata
+from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
+
+from .local import READ_ATTEMPTS, LocalClient
+
+CLASS_NAME = "CxlRedisConnector"
+_STALE = object()
+
+
+def _plugin_name(config):
+    """Which of LMCache's remote_storage_plugins names this class (its extra_config keys)."""
+    extra = config.extra_config or {}
+    for name in config.remote_storage_plugins or ():
+        if (extra.get(f"remote_storage_plugin.{name}.module_path") == __name__
+                and extra.get(f"remote_storage_plugin.{name}.class_name") == CLASS_NAME):
+            return name
+    raise ValueError(f"no remote_storage_plugins entry names {__name__}.{CLASS_NAME}")
+
+
+def client_options(url):
+    """LocalClient keyword arguments for a unix:// or redis:// url."""
+    parsed = urlparse(url)
+    if parsed.scheme == "unix":
+        return {"unix_socket_path": parsed.path}
+    if parsed.scheme != "redis":
+        raise ValueError(f"cxlredis plugin url must be unix:// or redis://, not {url!r}")
+    options = {"host": parsed.hostname or "localhost", "port": parsed.port or 6379}
+    if parsed.username:
+        options["username"] = unquote(parsed.username)
+    if parsed.password:
+        options["password"] = unquote(parsed.password)
+    if parsed.path.strip("/"):
+        options["db"] = int(parsed.path.strip("/"))
+    return options
+
+
+class CxlRedisConnector(RemoteConnector):
+    """LMCache's RemoteConnector over LocalClient. LocalClient is synchronous and holds
+    one connection, so calls run one at a time on LMCache's default executor."""
+
+    def __init__(self, loop, local_cpu_backend, config):
+        super().__init__(local_cpu_backend.config, local_cpu_backend.metadata)
+        name = _plugin_name(config)
+        extra = config.extra_config
+        url = extra.get(f"remote_storage_plugin.{name}.url")
+        if not url:
+            raise ValueError(f"remote_storage_plugin.{name}.url is not set")
+        self.loop = loop
+        self.local_cpu_backend = local_cpu_backend
+        self.client = LocalClient(**client_options(url),
+                                  backing_path=extra.get(f"remote_storage_plugin.{name}.backing_path"))
+        self.lock = threading.Lock()
+
+    def _run(self, fn, *args):
+        def locked():
+            with self.lock:
+                return fn(*args)
+        return self.loop.run_in_executor(None, locked)
+
+    # ---- exists
+    def exists_sync(self, key):
+        with self.lock:
+            return bool(self.client.redis.exists(key.to_string()))
+
+    async def exists(self, key):
+        return await self._run(lambda: bool(self.client.redis.exists(key.to_string())))
+
+    # ---- get
+    def _copy_out(self, ref):
+        """A MemoryObj holding ref's chunk; None for a miss (or LMCache's buffer full);
+        _STALE when the lease check failed and the bytes cannot be trusted."""
+        start = self.remote_metadata_bytes if self.save_chunk_meta else 0
+        if len(ref) < start:
+            return None
+        if start:
+            meta = RemoteMetadata.deserialize(ref.view[:start].tobytes())
+            if not ref.valid():
+                return _STALE
+            obj = self.local_cpu_backend.allocate(meta.shapes, meta.dtypes, meta.fmt)
+        else:
+            obj = self.local_cpu_backend.allocate(self.meta_shapes, self.meta_dtypes, self.meta_fmt)
+        if obj is None:
+            return None
+        target = memoryview(obj.byte_array).cast("B")
+        n = len(ref) - start
+        if n > len(target):
+            obj.ref_count_down()
+            return None
+        target[:n] = ref.view[start:]
+        if not ref.valid():
+            obj.ref_count_down()
+            return _STALE
+        return obj if start else self.reshape_partial_chunk(obj, n)
+
+    def _get(self, key):
+        key = key.to_string()
+        for _ in range(READ_ATTEMPTS):
+            ref = self.client.get(key)
+            if ref is None:
+                return None
+            with ref:
+                obj = self._copy_out(ref)
+            if obj is not _STALE:
+                return obj
+        return None
+
+    async def get(self, key):
+        return await self._run(self._get, key)
+
+    # ---- put
+    def _put(self, key, memory_obj):
+        data = memoryview(memory_obj.byte_array).cast("B")
+        if not self.save_chunk_meta:
+            self.client.set(key.to_string(), data)
+            return
+        meta = RemoteMetadata(len(data), memory_obj.get_shapes(), memory_obj.get_dtypes(),
+                              memory_obj.get_memory_format()).serialize()
+        if not self.client.mapped:
+            self.client.redis.set(key.to_string(), meta + data.tobytes())
+            return
+        with self.client.reserve(key.to_string(), len(meta) + len(data)) as slot:
+            slot.view[:len(meta)] = meta
+            slot.view[len(meta):] = data
+            slot.commit()
+
+    async def put(self, key, memory_obj):
+        await self._run(self._put, key, memory_obj)
+
+    # ---- the rest of the interface
+    async def list(self):
+        return await self._run(lambda: [k.decode() for k in self.client.redis.scan_iter(count=1000)])
+
+    async def close(self):
+        await self._run(self.client.close)
+
+    def support_ping(self):
+        return True
+
+    async def ping(self):
+        return 0 if await self._run(self.client.redis.ping) else 1
+
+    def remove_sync(self, key):
+        with self.lock:
+            return bool(self.client.redis.delete(key.to_string()))

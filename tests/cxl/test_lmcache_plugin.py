@@ -1,0 +1,119 @@
+"""The LMCache connector (cxlredis.lmcache_plugin) loaded by LMCache's own plugin
+mechanism — remote_storage_plugins plus the module_path/class_name extra_config
+keys, addressed as plugin://<name> — and driven through LMCache's real code in a
+child process (as tests/lmcache does), both mapped (unix socket) and over RESP."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lmcache"))
+from lmcache_driver import SMALL_CHUNK, expected_digest, missing_requirements  # noqa: E402
+
+from cxl_helpers import cxl_server, unix_client  # noqa: E402
+
+REPO = str(Path(__file__).resolve().parents[2])
+pytestmark = pytest.mark.skipif(missing_requirements() is not None, reason=str(missing_requirements()))
+
+CHILD = r"""
+import asyncio, json, sys, threading
+import torch
+from lmcache.utils import CacheEngineKey
+from lmcache.v1.config import LMCacheEngineConfig
+from lmcache.v1.metadata import LMCacheMetadata
+from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
+from lmcache.v1.storage_backend.remote_backend import RemoteBackend
+from lmcache_driver import ChunkGeometry, MODEL_NAME, digest, payload
+
+spec = json.loads(sys.argv[1])
+g = ChunkGeometry(**spec["geometry"])
+name = spec["plugin"]
+config = LMCacheEngineConfig.from_defaults(
+    chunk_size=g.tokens, local_cpu=False, max_local_cpu_size=0.2, save_unfull_chunk=False,
+    remote_storage_plugins=[name],
+    extra_config={f"remote_storage_plugin.{name}.module_path": "cxlredis.lmcache_plugin",
+                  f"remote_storage_plugin.{name}.class_name": "CxlRedisConnector",
+                  f"remote_storage_plugin.{name}.url": spec["url"],
+                  "save_chunk_meta": spec["save_chunk_meta"]})
+dtype = getattr(torch, g.dtype)
+metadata = LMCacheMetadata(model_name=MODEL_NAME, world_size=1, local_world_size=1, worker_id=0,
+                           local_worker_id=0, kv_dtype=dtype,
+                           kv_shape=(g.layers, 2, g.tokens, g.kv_heads, g.head_size), chunk_size=g.tokens)
+cpu = LocalCPUBackend(config, metadata)
+loop = asyncio.new_event_loop()
+threading.Thread(target=loop.run_forever, daemon=True).start()
+# what LMCache builds for each remote_storage_plugins entry
+backend = RemoteBackend(config, metadata, loop, cpu, "cpu", plugin_name=name)
+conn = backend.connection
+inner = conn.getWrappedConnector()
+run = lambda coro: asyncio.run_coroutine_threadsafe(coro, loop).result(30)
+key = lambda h: CacheEngineKey(MODEL_NAME, 1, 0, h, dtype)
+out = {"connector": type(inner).__name__, "mapped": inner.client.mapped}
+for h in range(4):
+    obj = cpu.allocate(inner.meta_shapes, inner.meta_dtypes, inner.meta_fmt)
+    memoryview(obj.byte_array).cast("B")[:] = payload(h, 1, g.nbytes)
+    run(conn.put(key(h), obj))
+out["exists"] = [run(conn.exists(key(h))) for h in range(6)]
+out["exists_sync"] = [conn.exists_sync(key(h)) for h in (0, 5)]
+out["contains"] = run(conn.batched_async_contains("lookup", [key(h) for h in range(6)]))
+got = []
+for h in range(6):
+    obj = run(conn.get(key(h)))
+    got.append(None if obj is None else digest(memoryview(obj.byte_array).cast("B")))
+    if obj is not None:
+        obj.ref_count_down()
+out["digests"] = got
+out["prefix"] = [digest(memoryview(o.byte_array).cast("B"))
+                 for o in run(conn.batched_get_non_blocking("lookup", [key(h) for h in (0, 1, 9, 2)]))]
+print(json.dumps(out), flush=True)
+import os; os._exit(0)
+"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = cxl_server()
+    try:
+        yield srv.start()
+    finally:
+        srv.close()
+
+
+def drive(url, plugin="cxlredis", save_chunk_meta=True):
+    spec = {"geometry": SMALL_CHUNK.__dict__, "url": url, "plugin": plugin,
+            "save_chunk_meta": save_chunk_meta}
+    paths = [REPO, str(Path(REPO) / "tests" / "lmcache"), os.environ.get("PYTHONPATH")]
+    env = dict(os.environ, LMCACHE_LOG_LEVEL="WARNING", PYTHONPATH=os.pathsep.join(filter(None, paths)))
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
+                          env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]
+    return json.loads(proc.stdout.decode().strip().splitlines()[-1])
+
+
+def check(out):
+    expected = [expected_digest(h, 1, SMALL_CHUNK.nbytes) for h in range(4)]
+    assert out["connector"] == "CxlRedisConnector"
+    assert out["exists"] == [True] * 4 + [False] * 2
+    assert out["exists_sync"] == [True, False]
+    assert out["contains"] == 4
+    assert out["digests"] == expected + [None, None]
+    assert out["prefix"] == expected[:2]
+
+
+@pytest.mark.parametrize("save_chunk_meta", [True, False])
+def test_plugin_through_the_mapping(server, save_chunk_meta):
+    unix_client(server).flushall()
+    out = drive(f"unix://{server.unixsocket}", save_chunk_meta=save_chunk_meta)
+    assert out["mapped"] is True
+    check(out)
+
+
+def test_plugin_over_resp_with_an_instance_name(server):
+    unix_client(server).flushall()
+    out = drive(f"redis://127.0.0.1:{server.port}/0", plugin="cxlredis.tier2")
+    assert out["mapped"] is False
+    check(out)
+    assert unix_client(server).dbsize() == 4          # one key per chunk
