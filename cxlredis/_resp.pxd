@@ -41,6 +41,7 @@ cdef class RequestParser:
     cdef bint _authenticated
 
     cdef int _new_buffer(self, Py_ssize_t capacity) except -1
+    cdef bint _receiving_target(self) noexcept
     cdef int _make_room(self) except -1
     cdef int _finish_target(self) except -1
     cdef void _release_target(self) noexcept

@@ -11,7 +11,7 @@ import logging
 import time
 
 from . import dispatch
-from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser
+from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser, receive_buffer
 from ._fastpath import serve as serve_fast
 from ._store import Keyspace, OutOfMemory
 from .commands import COMMANDS
@@ -125,6 +125,10 @@ class Client(asyncio.BufferedProtocol):
         # Each command and its reply are metered to the tenant the connection was bound to
         # when the command started (AUTH, HELLO, RESET and TENANT can move it), per batch.
         store, commands = self.store, 0
+        # Redis closes a client as soon as its pending replies pass an output limit, not
+        # after the whole pipeline: a client that stops reading cannot make us buffer more.
+        hard, soft, _ = self.server.config["client-output-buffer-limit"]["normal"]
+        output_budget = min(hard or soft, soft or hard)
         while not self.closing:
             if not self.authenticated:
                 # Redis's pre-authentication limits hold while a password is required.
@@ -133,7 +137,9 @@ class Client(asyncio.BufferedProtocol):
                   and isinstance(store, Keyspace) and self.server.monitoring.watch_from_us):
                 # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
                 # its keyspace commands and feeds every command to it)
-                commands += self._serve_fast(store)
+                commands += self._serve_fast(store, output_budget)
+                if output_budget and self.reply.pending >= output_budget and self._over_output_limit():
+                    break
             try:
                 argv = self.parser.next_command()
             except ProtocolError as e:
@@ -168,17 +174,19 @@ class Client(asyncio.BufferedProtocol):
                 store.add_command(commands)
                 self.close_after_reply()
                 return
+            if output_budget and self.reply.pending >= output_budget and self._over_output_limit():
+                break
         if commands:
             store.add_command(commands)
         self.flush()
 
-    def _serve_fast(self, store):
+    def _serve_fast(self, store, output_budget):
         """Run the plain GETs and SETs at the head of the input in C (cxlredis._fastpath),
         with the bookkeeping dispatch.call does; returns how many ran."""
         server = self.server
         fast = server.fast_counters
         ran = serve_fast(self.parser, self.reply, store, server.store, self.db, fast,
-                         server.monitoring.watch_from_us)
+                         server.monitoring.watch_from_us, output_budget)
         if ran:
             server.stats.total_commands_processed += ran
             fast.fold(server.stats.command("get"), server.stats.command("set"))
@@ -211,7 +219,7 @@ class Client(asyncio.BufferedProtocol):
                 self.parser.set_target(self.store.slot(off), SlotArg(self.store, off, length))
                 self.slots_received = True
                 return
-        target = bytearray(length)
+        target = receive_buffer(length)
         self.parser.set_target(target, target)
 
     def release_pending_slot(self):
@@ -235,6 +243,12 @@ class Client(asyncio.BufferedProtocol):
             self._unpin_all()
         elif queued:
             self.check_output_limit(queued)
+
+    def _over_output_limit(self):
+        """check_output_limit on the replies not yet handed to the transport plus what
+        it still holds; True if that closed the client."""
+        self.check_output_limit(self.reply.pending + self.transport.get_write_buffer_size())
+        return self.closing
 
     def check_output_limit(self, queued):
         """client-output-buffer-limit (normal class), as Redis applies it: over the hard

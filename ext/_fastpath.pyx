@@ -96,14 +96,16 @@ cdef class Counters:
 
 
 def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
-          Counters counters, long long watch_from_us):
+          Counters counters, long long watch_from_us, Py_ssize_t output_budget):
     """Run the plain GETs and SETs at the head of the parser's input.
 
     Stops at the first other command (handed back to the parser, so next_command()
     gives it), at the end of the input, on a parse error (next_command() raises it
     again), when the arena is over maxmemory (the general path evicts), and after a
     command that took watch_from_us or longer (counters.observed, for the caller to
-    show to SLOWLOG, LATENCY and MONITOR). Returns how many commands ran.
+    show to SLOWLOG, LATENCY and MONITOR), and once the pending replies reach
+    output_budget (if not 0: the caller applies client-output-buffer-limit). Returns
+    how many commands ran.
     """
     cdef int op, found, bucket
     cdef int ran = 0
@@ -154,5 +156,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
         if elapsed_us >= watch_from_us:
             counters.observed = argv
             counters.observed_us = elapsed_us
+            break
+        if output_budget and reply._len + reply._large_bytes >= output_budget:
             break
     return ran

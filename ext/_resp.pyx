@@ -190,6 +190,14 @@ cdef list _split_inline(const char *line, Py_ssize_t n):
         argv.append(PyBytes_FromStringAndSize(out, length))
 
 
+def receive_buffer(Py_ssize_t n):
+    """A bytearray of n bytes for a large argument to be received into. Its memory is
+    not initialised, so no page is touched (and counted in RSS) before its bytes
+    arrive: a client declaring a huge bulk length costs nothing until it sends it.
+    The parser hands the argument out only once every byte has been received."""
+    return PyByteArray_FromStringAndSize(NULL, n)
+
+
 def split_args(data):
     """Redis's sdssplitargs over bytes (inline requests, and config lines too):
     the arguments, or None when a quote is unbalanced."""
@@ -299,16 +307,16 @@ cdef class RequestParser:
     # ---- BufferedProtocol side ---------------------------------------------
 
     def get_buffer(self, Py_ssize_t sizehint=-1):
-        if self._target_set:
+        if self._receiving_target():
             return self._target_view[self._filled:]
-        if self._target_len:
+        if self._target_len and self._error_class is None:
             raise RuntimeError("a large argument waits for set_target()")
         self._make_room()
         return self._view[self._end:]
 
     def buffer_updated(self, Py_ssize_t nbytes):
         cdef Py_ssize_t held
-        if self._target_set:
+        if self._receiving_target():
             if nbytes < 0 or nbytes > self._target_len - self._filled:
                 raise ValueError("buffer_updated() beyond the buffer handed out")
             self._filled += nbytes
@@ -327,6 +335,12 @@ cdef class RequestParser:
                                 % (held, self._query_limit))
         elif self._target_set and self._filled == self._target_len:
             self._finish_target()
+
+    cdef bint _receiving_target(self) noexcept:
+        """Input goes into the large argument's target, not the scratch buffer. After an
+        error the connection is closing: bytes still read go to the (emptied) scratch
+        buffer and are ignored, and the target keeps what it had for drop_target()."""
+        return self._target_set and self._error_class is None
 
     cdef int _make_room(self) except -1:
         cdef Py_ssize_t unparsed = self._end - self._start

@@ -66,7 +66,8 @@ cdef extern from *:
     enum { CX_NOEVICTION, CX_ALLKEYS_LRU, CX_VOLATILE_LRU, CX_ALLKEYS_RANDOM,
            CX_VOLATILE_RANDOM, CX_VOLATILE_TTL, CX_ALLKEYS_LFU, CX_VOLATILE_LFU };
     /* attach verdicts */
-    enum { CX_OK = 0, CX_ZERO, CX_BAD_MAGIC, CX_BAD_VERSION, CX_BAD_CHECKSUM, CX_BAD_SIZE, CX_BAD_GEOMETRY };
+    enum { CX_OK = 0, CX_ZERO, CX_BAD_MAGIC, CX_BAD_VERSION, CX_BAD_CHECKSUM, CX_BAD_SIZE, CX_BAD_GEOMETRY,
+           CX_ZEROED_SUPER };
 
     #define CX_SIZE(w) ((w) & ~63ull)
     #define CX_STATE(w) ((unsigned)((w) & 63ull))
@@ -957,6 +958,11 @@ cdef extern from *:
         return n;
     }
 
+    /* Where cx_format puts the heap: it follows from the arena size alone. */
+    static uint64_t cx_heap_off_for(uint64_t size) {
+        return (CX_SUPER_BYTES + cx_buckets_for(size) * 8 + CX_SUPER_BYTES - 1) & ~(CX_SUPER_BYTES - 1);
+    }
+
     static void cx_format(char *base, uint64_t size, uint64_t seed) {
         cx_super *sb = CX_SB(base);
         memset(sb, 0, CX_SUPER_BYTES);
@@ -964,7 +970,7 @@ cdef extern from *:
         sb->arena_size = size;
         sb->index_off = CX_SUPER_BYTES;
         sb->index_buckets = nb;
-        sb->heap_off = (CX_SUPER_BYTES + nb * 8 + CX_SUPER_BYTES - 1) & ~(CX_SUPER_BYTES - 1);
+        sb->heap_off = cx_heap_off_for(size);
         sb->heap_size = (size - sb->heap_off) & ~63ull;
         sb->hash_seed = seed;
         sb->formatted_ms = (uint64_t)cx_now_ms();
@@ -983,7 +989,12 @@ cdef extern from *:
         const uint64_t *words = (const uint64_t *)base;
         size_t i = 0;
         while (i < CX_SUPER_BYTES / 8 && words[i] == 0) i++;
-        if (i == CX_SUPER_BYTES / 8) return CX_ZERO;
+        if (i == CX_SUPER_BYTES / 8) {
+            /* A new device reads as zeros throughout. A formatted heap's first block
+               header is never 0: a zeroed superblock over it is damage, not a new arena. */
+            uint64_t heap_off = cx_heap_off_for(size);
+            return heap_off + 8 <= size && *(const uint64_t *)(base + heap_off) ? CX_ZEROED_SUPER : CX_ZERO;
+        }
         if (memcmp(sb->magic, "CXLREDIS", 8) != 0) return CX_BAD_MAGIC;
         if (sb->version != CX_LAYOUT_VERSION) return CX_BAD_VERSION;
         if (sb->checksum != cx_super_sum(sb)) return CX_BAD_CHECKSUM;
@@ -1357,6 +1368,7 @@ cdef extern from *:
         CX_ALLKEYS_LFU
         CX_VOLATILE_LFU
         CX_ZERO
+        CX_ZEROED_SUPER
         CX_BAD_MAGIC
         CX_BAD_VERSION
         CX_BAD_CHECKSUM
@@ -2393,6 +2405,9 @@ cdef class Arena(Keyspace):
         if verdict == CX_ZERO:
             cx_format(self.base, self.map_size, int.from_bytes(os.urandom(8), "little"))
             self.recovery = "new"
+        elif verdict == CX_ZEROED_SUPER:
+            raise ArenaError(f"{self.path}: corrupt superblock (zeroed, but the heap holds data; "
+                             f"arena-reset yes re-formats)")
         elif verdict == CX_BAD_MAGIC:
             raise ArenaError(f"{self.path}: not a cxlredis arena (bad magic)")
         elif verdict == CX_BAD_VERSION:

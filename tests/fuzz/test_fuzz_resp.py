@@ -104,12 +104,6 @@ def test_harness_catches_a_faulty_parser(parser_class):
     pytest.fail(f"3000 structured inputs did not catch {parser_class.__name__}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "RequestParser.get_buffer() hands out the large-argument target even after "
-    "QueryBufferLimit: once the target is full it returns an empty buffer (asyncio "
-    "raises RuntimeError on that) instead of accepting and ignoring the bytes as it "
-    "does after a ProtocolError. Latent: connection.py aborts the transport on "
-    "QueryBufferLimit, so no further read happens today."))
 def test_bytes_after_query_buffer_limit_during_a_large_argument_are_ignored():
     parser = _resp.RequestParser(512 << 20, 16, 100)
     header = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$200\r\n"

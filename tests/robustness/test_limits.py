@@ -187,12 +187,6 @@ def test_slow_drip_requests_do_not_block_other_clients(cxl_factory):
     assert len(latencies) > 50 and max(latencies) < 0.5, (len(latencies), max(latencies))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A declared bulk length costs its full size in RSS before any byte arrives: "
-    "Client._supply_target() allocates bytearray(length) (zero-filled, so every page is "
-    "touched) for any large argument that does not go into an arena slot (non-value "
-    "arguments, or a value the arena cannot reserve). Two clients sending 30-byte ECHO "
-    "headers declaring 256 MiB add ~512 MiB of RSS; redis-server's grows by < 1 MiB."))
 def test_declared_bulk_length_costs_no_memory_before_its_bytes_arrive(cxl_factory):
     srv = cxl_factory()
     before = rss_bytes(srv.pid)
@@ -237,13 +231,7 @@ class PeakRss:
 
 @pytest.mark.parametrize("value_size", [
     32 * MIB,           # sent as a view of the arena: nothing is copied
-    pytest.param(48 << 10, marks=pytest.mark.xfail(strict=True, reason=(
-        "Values below large-value-threshold are copied into the reply buffer, and "
-        "Client.process() runs every pipelined command of a read before flush() checks "
-        "client-output-buffer-limit: a stalled client pipelining GETs of a 48 KiB value "
-        "grows the server's RSS by ~300 MiB under a 16 MiB hard limit (redis-server: "
-        "+18 MiB). Redis stops adding replies once a client is over its limit "
-        "(CLIENT_CLOSE_ASAP)."))),
+    48 << 10,
 ])
 def test_stalled_reader_is_cut_off_before_rss_passes_the_output_limit(cxl_factory, value_size):
     limit = 16 * MIB

@@ -109,12 +109,6 @@ def test_damaged_arena_is_refused_clearly_and_left_untouched(pristine_arena, tmp
         assert f.read() == damaged, "the refused arena file was modified"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "An all-zero superblock is taken for a new device (cx_validate returns CX_ZERO) and the "
-    "arena is re-formatted silently, although its heap holds entries: the data is gone "
-    "without an error. Fix: when the superblock is all zeros, look at the first heap block "
-    "where cx_format would put it (heap_off follows from the size alone); if it is not zero, "
-    "refuse with 'superblock zeroed but the heap holds data (arena-reset yes re-formats)'."))
 def test_zeroed_superblock_over_a_populated_heap_is_refused(pristine_arena, tmp_path):
     path = str(tmp_path / "a.arena")
     with open(path, "wb") as f:
