@@ -128,7 +128,7 @@ class Client(asyncio.BufferedProtocol):
         # Redis closes a client as soon as its pending replies pass an output limit, not
         # after the whole pipeline: a client that stops reading cannot make us buffer more.
         hard, soft, _ = self.server.config["client-output-buffer-limit"]["normal"]
-        output_budget = min(hard or soft, soft or hard)
+        output_budget = min(hard or soft, soft or hard)     # the lower limit set; 0 if none
         while not self.closing:
             if not self.authenticated:
                 # Redis's pre-authentication limits hold while a password is required.

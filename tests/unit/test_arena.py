@@ -1300,6 +1300,11 @@ class ArenaModel(RuleBasedStateMachine):
             assert self.arena.db_expires(db) == sum(1 for (d, _), v in self.model.items() if d == db and v[1] != -1)
         if self.arena.maxmemory:
             assert s["heap_used"] <= self.arena.maxmemory
+        # Bounded fragmentation: check() refuses two free blocks side by side, and with
+        # nothing allocated the whole heap is one free block again.
+        if s["heap_used"] == 0:
+            assert s["largest_free"] == s["free_bytes"] == s["heap_size"]
+            assert s["fragmentation"] == 0.0
 
 
 def tmp_dir_factory():
