@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 import fuzz_resp  # noqa: E402
+import sancov  # noqa: E402
 
 from cxlredis import _resp  # noqa: E402
 
@@ -33,6 +34,7 @@ FUZZ_SECONDS = int(os.environ.get("CXLREDIS_FUZZ_SECONDS", "20"))
 @pytest.mark.timeout(FUZZ_SECONDS + 90)
 def test_atheris_bounded_run(tmp_path):
     pytest.importorskip("atheris", reason="atheris is not installed (see pyproject's test extras)")
+    sancov.build()      # a build failure is reported as one, not as a fuzzer finding
     seed = random.randrange(1, 1 << 31)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
