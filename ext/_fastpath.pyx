@@ -15,12 +15,9 @@ per-command cost does not matter.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport int64_t
-from libc.string cimport memcmp
 
 from cxlredis._resp cimport ReplyWriter, RequestParser
 from cxlredis._store cimport Arena, Keyspace, get_string, set_string, under_maxmemory
-
-from cxlredis._store import OutOfMemory
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -127,23 +124,26 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             break
         start = monotonic_ns()
         key = <object>PyList_GET_ITEM(argv, 1)
-        if op == GET:
-            found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                               reply._threshold, &value, &value_len)
-            if found < 0:
-                parser.hand_back(argv)  # WRONGTYPE, or a value sent by reference
-                break
-            if found:
-                reply._copied_bulk(value, value_len)
+        try:
+            if op == GET:
+                found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                                   reply._threshold, &value, &value_len)
             else:
-                reply._null()
-        else:
-            try:
                 set_string(store, db, key, <object>PyList_GET_ITEM(argv, 2))
-            except OutOfMemory:
-                parser.hand_back(argv)  # the general path answers -OOM and counts it
-                break
+        except Exception:
+            # OutOfMemory (or a tenant dropped meanwhile): nothing was done, and the
+            # general path runs the command again to answer and count the error.
+            parser.hand_back(argv)
+            break
+        if op == SET:
             reply._put(b"+OK\r\n", 5)
+        elif found < 0:
+            parser.hand_back(argv)      # WRONGTYPE, or a value sent by reference
+            break
+        elif found:
+            reply._copied_bulk(value, value_len)
+        else:
+            reply._null()
         elapsed_us = (monotonic_ns() - start) // 1000
         bucket = 0
         while bucket < LATENCY_BUCKETS - 1 and (elapsed_us >> bucket):
