@@ -110,6 +110,9 @@ class CxlRedisConnector(RemoteConnector):
         if not ref.valid():
             obj.ref_count_down()
             return _STALE
+        if not ref.intact():            # changed in memory since it was written: a miss
+            obj.ref_count_down()
+            return None
         return obj if start else self.reshape_partial_chunk(obj, n)
 
     def _get(self, key):

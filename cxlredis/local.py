@@ -38,6 +38,8 @@ import time
 import redis
 from redis.exceptions import ResponseError
 
+from ._store import value_checksum
+
 _U64 = struct.Struct("<Q")
 # A read whose lease check fails is asked for again this many times, then is a miss.
 READ_ATTEMPTS = 3
@@ -48,14 +50,16 @@ class Ref:
     under a lease: use `valid()` after using the bytes, and `release()` (or a `with`
     block) when done. A value that came over RESP is plain bytes, always valid."""
 
-    __slots__ = ("view", "lease", "_client", "_generation", "_header", "_deadline", "_epoch")
+    __slots__ = ("view", "lease", "_client", "_generation", "_header", "_offset", "_deadline", "_epoch")
 
-    def __init__(self, view, client=None, lease=None, generation=0, header=0, deadline=0.0, epoch=0):
+    def __init__(self, view, client=None, lease=None, generation=0, header=0, offset=0,
+                 deadline=0.0, epoch=0):
         self.view = view
         self.lease = lease
         self._client = client
         self._generation = generation
         self._header = header
+        self._offset = offset
         self._deadline = deadline
         self._epoch = epoch
 
@@ -68,6 +72,14 @@ class Ref:
         if self.lease is None:
             return True
         return self._client is not None and self._client._ref_valid(self)
+
+    def intact(self, data=None):
+        """Whether `data` (default: the view itself) matches the checksum the value was
+        committed with under arena-checksum; True for a value stored without one. A copy
+        is checked after valid() confirmed it: a failure means the memory changed."""
+        if self.lease is None or self._client is None:
+            return True
+        return self._client._value_intact(self, self.view if data is None else data)
 
     def release(self):
         """End the lease (sent with the client's next command); the view must not be used after."""
@@ -169,6 +181,7 @@ class LocalClient:
         self._path = self._path or info["backing-path"]
         self._layout = (info["header-bytes"], info["state-offset"], info["state-mask"],
                         (info["live-state"], info["zombie-state"]), info["generation-offset"])
+        self._checksummed = (info["type-offset"], info["checksummed-flag"])
         self._map, self.why_not_mapped = self._map_backing(mmap.PROT_READ, os.O_RDONLY)
         if self._map is not None:
             self._view = memoryview(self._map)
@@ -251,7 +264,7 @@ class LocalClient:
         if reply is None:
             return None
         off, length, generation, lease, ttl_ms, header = self._expect_ok(reply)
-        return Ref(self._view[off:off + length], self, lease, generation, header,
+        return Ref(self._view[off:off + length], self, lease, generation, header, off,
                    began + ttl_ms / 1000, epoch)
 
     def _ref_valid(self, ref):
@@ -261,6 +274,12 @@ class LocalClient:
         state = _U64.unpack_from(self._map, ref._header + state_at)[0] & state_mask
         return (state in states
                 and _U64.unpack_from(self._map, ref._header + generation_at)[0] == ref._generation)
+
+    def _value_intact(self, ref, data):
+        type_at, flag = self._checksummed
+        if not self._map[ref._header + type_at] & flag:
+            return True
+        return _U64.unpack_from(self._map, ref._offset - 8)[0] == value_checksum(data)
 
     def get(self, key):
         """The value as a Ref (zero copy when mapped), or None."""
@@ -292,7 +311,7 @@ class LocalClient:
                     raise ValueError(f"value of {n} bytes does not fit a {len(target)}-byte buffer")
                 target[:n] = ref.view
                 if ref.valid():
-                    return n
+                    return n if ref.intact(target[:n]) else None     # corrupt: a miss
         return None
 
     def get_bytes(self, key):
@@ -304,7 +323,7 @@ class LocalClient:
             with ref:
                 data = ref.view.tobytes()
                 if ref.valid():
-                    return data
+                    return data if ref.intact(data) else None
         return None
 
     # ---- writes -----------------------------------------------------------------

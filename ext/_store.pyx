@@ -1507,7 +1507,9 @@ cdef extern from *:
     uint64_t cx_lookup(char* base, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen, int touch,
                        int stats, int lfu, uint64_t* rng, uint64_t* corrupt) nogil
     uint64_t cx_key_room(const cx_entry* e) nogil
+    uint64_t cx_value_sum(const uint8_t *p, uint64_t n) nogil
     int CX_TYPE_MASK
+    int CX_SUMMED
     void cx_set_expire(char* base, uint64_t off, int64_t at, int64_t now) nogil
     void cx_rename_in_place(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen) nogil
     uint64_t cx_random_entry(char* base, uint64_t* rng, const cx_filter* f) nogil
@@ -1572,6 +1574,19 @@ cdef unsigned LIVE_ONLY = 1u << CX_LIVE
 cdef unsigned SERVED = (1u << CX_LIVE) | (1u << CX_ZOMBIE)
 cdef unsigned RESERVED_ONLY = 1u << CX_RESERVED
 cdef unsigned ANY_ALLOCATED = (1u << CX_LIVE) | (1u << CX_ZOMBIE) | (1u << CX_RESERVED)
+
+
+def value_checksum(data):
+    """The checksum arena-checksum keeps of a value (for readers through the mapping)."""
+    cdef Buf b
+    cdef uint64_t sum
+    buf_open(&b, data)
+    try:
+        with nogil:
+            sum = cx_value_sum(b.ptr, b.len)
+    finally:
+        buf_close(&b)
+    return sum
 
 
 def now_ms():
@@ -2662,6 +2677,9 @@ cdef class Arena(Keyspace):
                 "state_offset": <char*>&probe.size_state - at, "state_mask": 63,
                 "live_state": CX_LIVE, "zombie_state": CX_ZOMBIE,
                 "generation_offset": <char*>&probe.generation - at,
+                # a value committed with arena-checksum on: this bit in the type byte, and
+                # value_checksum() of its bytes in the 8 bytes just before them
+                "type_offset": <char*>&probe.type - at, "checksummed_flag": CX_SUMMED,
                 # the superblock's geometry, written once by format: which arena this is
                 "geometry": PyBytes_FromStringAndSize(self.base, <char*>&sb.clean - self.base)}
 

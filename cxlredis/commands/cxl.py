@@ -113,6 +113,8 @@ def cmd_cxl_info(c, argv):
         ("live-state", layout["live_state"]),
         ("zombie-state", layout["zombie_state"]),
         ("generation-offset", layout["generation_offset"]),
+        ("type-offset", layout["type_offset"]),
+        ("checksummed-flag", layout["checksummed_flag"]),
         ("lease-ms", server.config["cxl-lease-ms"]),
         ("leases-refs", refs),
         ("leases-slots", slots),
