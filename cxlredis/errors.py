@@ -47,6 +47,12 @@ def unknown_subcommand(subcommand, container):
     return f"ERR unknown subcommand '{_clip(subcommand, 128)}'. Try {_clip(container, 128).upper()} HELP."
 
 
+def subcommand_syntax(argv):
+    """Redis's reply to a known subcommand given the wrong arguments (argv as sent)."""
+    return (f"ERR unknown subcommand or wrong number of arguments for '{_clip(argv[1], 128)}'. "
+            f"Try {_clip(argv[0], 128).upper()} HELP.")
+
+
 def unknown_command(argv):
     """Redis quotes up to ~128 characters of the arguments after the name."""
     args = ""

@@ -45,9 +45,10 @@ class ServerCollector:
 
     def collect(self):
         server = self.server
+        arena = server.store.stats()        # one walk of the free lists per scrape
         yield from self._commands(server)
-        yield from self._server(server)
-        yield from self._arena(server)
+        yield from self._server(server, arena)
+        yield from self._arena(server, arena)
         yield from self._tenants(server)
 
     def _commands(self, server):
@@ -69,9 +70,8 @@ class ServerCollector:
             latency.add_metric([name], cumulative, usec / 1e6)
         yield from (calls, errors, latency)
 
-    def _server(self, server):
+    def _server(self, server, arena):
         stats = server.stats
-        arena = server.store.stats()
         yield GaugeMetricFamily("cxlredis_uptime_seconds", "Seconds since the server started.",
                                 value=time.time() - server.start_time)
         yield GaugeMetricFamily("cxlredis_connected_clients", "Client connections open.",
@@ -103,8 +103,7 @@ class ServerCollector:
                 keys.add_metric([str(db)], count)
         yield keys
 
-    def _arena(self, server):
-        arena = server.store.stats()
+    def _arena(self, server, arena):
         for name, value, help_text in (
                 ("arena_size_bytes", server.store.size, "Size of the arena mapping."),
                 ("arena_heap_bytes", arena["heap_size"], "Bytes of the arena's value heap."),

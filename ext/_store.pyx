@@ -1761,6 +1761,18 @@ cdef uint64_t put(Arena a, unsigned tenant, unsigned pdb, Buf* key, Buf* value, 
     return off
 
 
+cdef uint64_t commit_copy(Arena a, unsigned tenant, uint64_t src, unsigned pdb, Buf* key,
+                          int64_t now) except 0:
+    """A new entry (pdb, key) holding a copy of entry src's value, with its TTL and type
+    (COPY, RENAME to a key too long for src's key area). The caller pins src, so making
+    room cannot evict it."""
+    cdef cx_entry* e = CX_E(a.base, src)
+    cdef uint64_t fresh = reserve_or_raise(a, tenant, key.len, e.value_len, now)
+    copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
+    cx_commit(a.base, fresh, pdb, key.ptr, key.len, e.expire_at, e.type, 0, now, a.checksums)
+    return fresh
+
+
 cdef inline object key_of(cx_entry* e):
     return PyBytes_FromStringAndSize(<char*>CX_KEY(e), e.key_len)
 
@@ -2131,7 +2143,7 @@ cdef class Keyspace:
         missing or the destination exists and replace is false."""
         cdef Arena a = ks_arena(self)
         cdef unsigned spdb = ks_pdb(a, self.tenant, db), dpdb = ks_pdb(a, self.tenant, dstdb)
-        cdef uint64_t src, fresh
+        cdef uint64_t src
         cdef cx_entry* e
         cdef Buf dk
         cdef int64_t now = cx_now_ms()
@@ -2145,9 +2157,7 @@ cdef class Keyspace:
         try:
             cx_pin(a.base, src)       # not evicted to make room for its own copy
             try:
-                fresh = reserve_or_raise(a, self.tenant, dk.len, e.value_len, now)
-                copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
-                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now, a.checksums)
+                commit_copy(a, self.tenant, src, dpdb, &dk, now)
                 CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
             finally:
                 cx_unpin(a.base, src)
@@ -2160,7 +2170,7 @@ cdef class Keyspace:
         The value stays where it is when the new key fits the entry's key area."""
         cdef Arena a = ks_arena(self)
         cdef unsigned spdb = ks_pdb(a, self.tenant, db), dpdb = ks_pdb(a, self.tenant, dstdb)
-        cdef uint64_t src, fresh
+        cdef uint64_t src
         cdef cx_entry* e
         cdef Buf dk
         cdef int64_t now = cx_now_ms()
@@ -2175,11 +2185,9 @@ cdef class Keyspace:
             if <uint64_t>dk.len <= cx_key_room(e):
                 cx_rename_in_place(a.base, src, dpdb, dk.ptr, dk.len)
                 return True
-            cx_pin(a.base, src)
+            cx_pin(a.base, src)       # not evicted to make room for its own copy
             try:
-                fresh = reserve_or_raise(a, self.tenant, dk.len, e.value_len, now)
-                copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
-                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now, a.checksums)
+                commit_copy(a, self.tenant, src, dpdb, &dk, now)
                 cx_drop(a.base, src, 1)   # a zombie until the unpin below
             finally:
                 cx_unpin(a.base, src)

@@ -34,15 +34,9 @@ def cmd_auth(c, argv):
     c.reply.ok()
 
 
-def _syntax(argv):
-    """Redis's error for a subcommand called with the wrong arguments."""
-    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
-                        f"'{errors._clip(argv[1], 128)}'. Try ACL HELP.")
-
-
 def cmd_acl_cat(c, argv):
     if len(argv) > 3:
-        raise _syntax(argv)
+        raise CommandError(errors.subcommand_syntax(argv))
     if len(argv) == 2:
         c.reply.array(len(ACL_CATEGORIES))
         for category in ACL_CATEGORIES:
@@ -90,7 +84,7 @@ def cmd_acl_dryrun(c, argv):
 
 def cmd_acl_genpass(c, argv):
     if len(argv) > 3:
-        raise _syntax(argv)
+        raise CommandError(errors.subcommand_syntax(argv))
     bits = 256
     if len(argv) == 3:
         bits = parse_int(argv[2])
@@ -171,7 +165,7 @@ def cmd_acl_save(c, argv):
 
 def cmd_acl_log(c, argv):
     if len(argv) > 3:
-        raise _syntax(argv)
+        raise CommandError(errors.subcommand_syntax(argv))
     log_ = c.server.acl.log
     count = 10
     if len(argv) == 3:

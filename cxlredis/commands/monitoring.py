@@ -53,15 +53,10 @@ GRAPH_COLUMNS = 80
 GRAPH_ROWS = 4
 
 
-def subcommand_syntax_error(argv):
-    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
-                        f"'{errors._clip(argv[1], 128)}'. Try {upper(argv[0])} HELP.")
-
-
 # --- SLOWLOG ---------------------------------------------------------------
 def cmd_slowlog_get(c, argv):
     if len(argv) > 3:
-        raise subcommand_syntax_error(argv)
+        raise CommandError(errors.subcommand_syntax(argv))
     count = SLOWLOG_DEFAULT_COUNT
     if len(argv) == 3:
         raw = bytes(argv[2])

@@ -341,8 +341,7 @@ def cmd_shutdown(c, argv):
 def cmd_function_flush(c, argv):
     # No scripting engine here: there are no functions to delete.
     if len(argv) > 3:
-        raise CommandError("ERR unknown subcommand or wrong number of arguments for 'FLUSH'. "
-                           "Try FUNCTION HELP.")
+        raise CommandError(errors.subcommand_syntax(argv))
     if len(argv) == 3 and upper(argv[2]) not in ("ASYNC", "SYNC"):
         raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
     c.reply.ok()

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import encode_command, free_port, raw_connection
+from conftest import ServerStartError, encode_command, free_port, raw_connection
 
 
 def scrape(port, timeout=5.0):
@@ -40,6 +40,15 @@ def test_off_by_default(cxl_factory):
     server = cxl_factory()
     with raw_connection(server.port) as conn:
         assert conn.request("CONFIG", "GET", "metrics-port") == b"*2\r\n$12\r\nmetrics-port\r\n$1\r\n0\r\n"
+
+
+def test_a_taken_metrics_port_stops_the_start_with_a_clear_error(cxl_factory):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(ServerStartError, match="Could not start the Prometheus exporter"):
+            cxl_factory(metrics_port=taken.getsockname()[1])
 
 
 def test_commands_keys_and_arena_match_info(exported):
