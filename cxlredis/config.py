@@ -592,6 +592,9 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("cxl-lease-ms", Integer(1, INT_MAX), 5000, MUTABLE,
      "How long a co-located client's lease on an arena block lasts (CXL GETREF, CXL RESERVE); "
      "applies to leases granted from then on.", "arena"),
+    ("tenant-arena-dir", String(), "", IMMUTABLE,
+     "Directory of the arena files of tenants with ARENA own (one per tenant, which its users "
+     "may map); empty means the directory of arena-path.", "arena"),
 
     ("proto-max-bulk-len", Memory(MB, LLONG_MAX), 512 * MB, MUTABLE,
      "Largest bulk string a request may carry.", "limits"),

@@ -185,7 +185,7 @@ class Client(asyncio.BufferedProtocol):
         with the bookkeeping dispatch.call does; returns how many ran."""
         server = self.server
         fast = server.fast_counters
-        ran = serve_fast(self.parser, self.reply, store, server.store, self.db, fast,
+        ran = serve_fast(self.parser, self.reply, store, store.arena, self.db, fast,
                          server.monitoring.watch_from_us, output_budget)
         if ran:
             server.stats.total_commands_processed += ran
@@ -268,8 +268,8 @@ class Client(asyncio.BufferedProtocol):
 
     def _unpin_all(self):
         pins, self.inflight_pins = self.inflight_pins, []
-        for off in pins:
-            self.server.store.unpin(off)  # the arena unpins any tenant's entry
+        for arena, off in pins:
+            arena.unpin(off)
 
     # --- helpers for handlers ------------------------------------------
     def store_value(self, key, value, expire_at=-1, keep_ttl=False):
@@ -282,10 +282,16 @@ class Client(asyncio.BufferedProtocol):
         """Reply with an arena entry's value: a view of the slot when large, pinned until sent."""
         view = self.store.view(off)
         if len(view) >= self.server.large_threshold:
-            self.store.pin(off)
-            self.reply.pinned_bulk(view, off)
+            self.reply_pinned(self.store, off, view)
         else:
             self.reply.bulk(view)
+
+    def reply_pinned(self, store, off, view):
+        """Reply with `view`, bytes of store's entry `off`, by reference: pinned until sent.
+        The token names the arena rather than the keyspace: it unpins even after the
+        tenant is gone."""
+        store.pin(off)
+        self.reply.pinned_bulk(view, (store.arena, off))
 
     def set_protocol(self, protover):
         self.protocol = protover

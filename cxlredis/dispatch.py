@@ -62,7 +62,8 @@ def dispatch(c, argv):
         error = refusal(c, spec, argv)
     # Redis's performEvictions: get back under maxmemory before any command (it may have
     # been lowered); a command that may grow memory is refused when that is impossible.
-    if error is None and not c.server.monitoring.evict_to_maxmemory() and "denyoom" in spec.flags:
+    if (error is None and not c.server.monitoring.evict_to_maxmemory(c.store.arena)
+            and "denyoom" in spec.flags):
         error = errors.OOM
     # A MONITOR connection is a replica to Redis: it may not touch the keyspace.
     if (error is None and c.server.monitoring.monitors and c in c.server.monitoring.monitors
@@ -173,5 +174,5 @@ def with_reply_mode(c, write):
 
 
 def _unpin(c, tokens):
-    for off in tokens:
-        c.server.store.unpin(off)
+    for arena, off in tokens:
+        arena.unpin(off)

@@ -29,12 +29,13 @@ REF, SLOT = "ref", "slot"
 
 
 class Lease:
-    __slots__ = ("id", "kind", "off", "owner", "expires", "frees", "db", "key", "ttl_ms")
+    __slots__ = ("id", "kind", "store", "off", "owner", "expires", "frees", "db", "key", "ttl_ms")
 
-    def __init__(self, lease_id, kind, off, owner, expires, frees):
+    def __init__(self, lease_id, kind, store, off, owner, expires, frees):
         self.id = lease_id
         self.kind = kind
-        self.off = off                   # entry offset (the block's header)
+        self.store = store               # the keyspace the block was leased from
+        self.off = off                   # entry offset (the block's header) in store.arena
         self.owner = owner               # the owning client's id; 0 once it disconnected
         self.expires = expires           # monotonic seconds: what the client was promised
         self.frees = frees               # monotonic seconds: when the server lets go
@@ -56,11 +57,11 @@ class Leases:
     def lease_ms(self):
         return self.server.config["cxl-lease-ms"]
 
-    def _add(self, kind, off, owner):
+    def _add(self, kind, store, off, owner):
         now = time.monotonic()
         period = self.lease_ms / 1000
         # a slot outlives its expiry by one more period (see the module docstring)
-        lease = Lease(next(self._ids), kind, off, owner, now + period,
+        lease = Lease(next(self._ids), kind, store, off, owner, now + period,
                       now + period * (2 if kind == SLOT else 1))
         self.by_id[lease.id] = lease
         self.by_owner.setdefault(owner, set()).add(lease.id)
@@ -68,13 +69,14 @@ class Leases:
         return lease
 
     def reference(self, client, off):
-        """Pin live entry `off` for client; returns the lease."""
-        self.server.store.pin(off)
-        return self._add(REF, off, client.id)
+        """Pin live entry `off` of the client's keyspace for it; returns the lease."""
+        client.store.pin(off)
+        return self._add(REF, client.store, off, client.id)
 
     def slot(self, client, off, db, key, ttl_ms):
-        """Own reserved block `off` on behalf of client, to be committed under (db, key)."""
-        lease = self._add(SLOT, off, client.id)
+        """Own block `off`, reserved in the client's keyspace, on the client's behalf, to be
+        committed there under (db, key)."""
+        lease = self._add(SLOT, client.store, off, client.id)
         lease.db, lease.key, lease.ttl_ms = db, key, ttl_ms
         return lease
 
@@ -93,11 +95,11 @@ class Leases:
             owned.discard(lease.id)
             if not owned:
                 del self.by_owner[lease.owner]
-        store = self.server.store       # the arena reaches any tenant's block
+        arena = lease.store.arena       # the arena reaches the block even if its tenant went
         if lease.kind == REF:
-            store.unpin(lease.off)
+            arena.unpin(lease.off)
         elif lease.key is not None:     # a slot not yet committed
-            store.release(lease.off)
+            arena.release(lease.off)
 
     def committed(self, lease):
         """A slot's block now belongs to the index: end the lease without freeing it."""
@@ -119,6 +121,11 @@ class Leases:
             if lease is not None:
                 self.end(lease)
 
-    def counts(self):
-        refs = sum(1 for lease in self.by_id.values() if lease.kind == REF)
-        return refs, len(self.by_id) - refs
+    def arenas(self):
+        """The arenas some lease still refers to."""
+        return {lease.store.arena for lease in self.by_id.values()}
+
+    def counts(self, arena):
+        """(references, slots) held on `arena`."""
+        kinds = [lease.kind for lease in self.by_id.values() if lease.store.arena is arena]
+        return kinds.count(REF), kinds.count(SLOT)

@@ -11,12 +11,13 @@ remote-storage plugin mechanism, without patching LMCache:
       # optional: remote_storage_plugin.cxlredis.backing_path: /dev/dax0.0
       # (where this process sees the arena, when not at the server's path)
 
-The url is unix:///path/to.sock or redis://[user:password@]host:port[/db]. A chunk
+The url is unix://[user:password@]/path/to.sock[?db=n] (a tenant's user maps its
+tenant's own arena, if the tenant has one) or redis://[user:password@]host:port[/db]. A chunk
 is one key (LMCache's key string) holding LMCache's chunk metadata (when
 save_chunk_meta is on, its default) followed by the KV bytes, committed at once.
 """
 import threading
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from lmcache.v1.protocol import RemoteMetadata
 from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
@@ -41,16 +42,19 @@ def client_options(url):
     """LocalClient keyword arguments for a unix:// or redis:// url."""
     parsed = urlparse(url)
     if parsed.scheme == "unix":
-        return {"unix_socket_path": parsed.path}
-    if parsed.scheme != "redis":
+        options = {"unix_socket_path": parsed.path}
+        db = parse_qs(parsed.query).get("db", [""])[0]
+    elif parsed.scheme == "redis":
+        options = {"host": parsed.hostname or "localhost", "port": parsed.port or 6379}
+        db = parsed.path.strip("/")
+    else:
         raise ValueError(f"cxlredis plugin url must be unix:// or redis://, not {url!r}")
-    options = {"host": parsed.hostname or "localhost", "port": parsed.port or 6379}
     if parsed.username:
         options["username"] = unquote(parsed.username)
     if parsed.password:
         options["password"] = unquote(parsed.password)
-    if parsed.path.strip("/"):
-        options["db"] = int(parsed.path.strip("/"))
+    if db:
+        options["db"] = int(db)
     return options
 
 

@@ -19,7 +19,6 @@ its own tenant's; administrators see everything.
 import asyncio
 import time
 from collections import deque
-from functools import partial
 
 from .slots import SlotArg
 
@@ -295,7 +294,6 @@ class Monitoring:
 
     def __init__(self, server):
         self.config = config = server.config
-        self.store = server.store
         self.slowlog = SlowLog(config["slowlog-max-len"])
         self.latency = LatencyMonitor(config["latency-monitor-threshold"])
         self.monitors = Monitors(server, self._retune)
@@ -310,11 +308,14 @@ class Monitoring:
         threshold_ms = self.latency.threshold_ms = self.config["latency-monitor-threshold"]
         latency_from_us = threshold_ms * 1000 if threshold_ms else NEVER
         self.watch_from_us = 0 if self.monitors else min(self.slowlog_from_us, latency_from_us)
-        # What dispatch calls before every command (Redis's performEvictions): timed as the
-        # eviction-cycle event only while the latency monitor is on.
-        self.evict_to_maxmemory = (
-            partial(self.latency.timed, "eviction-cycle", self.store.evict_to_maxmemory)
-            if threshold_ms else self.store.evict_to_maxmemory)
+
+    def evict_to_maxmemory(self, arena):
+        """What dispatch calls before every command (Redis's performEvictions), on the arena
+        of the connection's keyspace: timed as the eviction-cycle event only while the
+        latency monitor is on."""
+        if self.latency.threshold_ms:
+            return self.latency.timed("eviction-cycle", arena.evict_to_maxmemory)
+        return arena.evict_to_maxmemory()
 
     def after_call(self, c, spec, argv, elapsed_us):
         """A command ran for elapsed_us and reached watch_from_us: feed the monitors, the

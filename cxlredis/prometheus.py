@@ -129,7 +129,7 @@ class ServerCollector:
         for name, help_text, _, counter in _TENANT_METRICS:
             kind = CounterMetricFamily if counter else GaugeMetricFamily
             families[name] = kind(f"cxlredis_{name}", help_text, labels=["tenant"])
-        for tenant in server.store.tenants():
+        for tenant in server.tenants.all_stats():
             for name, _, key, _ in _TENANT_METRICS:
                 families[name].add_metric([tenant["name"]], tenant[key])
         yield from families.values()

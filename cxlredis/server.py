@@ -116,8 +116,9 @@ class Server:
         cfg = self.config
         cfg.on_change("maxmemory", self.apply_maxmemory)
         cfg.on_change("maxmemory-policy", lambda v: setattr(self.store, "policy", v))
-        cfg.on_change("maxmemory-samples", lambda v: setattr(self.store, "maxmemory_samples", v))
-        cfg.on_change("arena-checksum", lambda v: setattr(self.store, "checksums", v))
+        cfg.on_change("maxmemory-samples", lambda v: [setattr(a, "maxmemory_samples", v)
+                                                      for a in self.arenas()])
+        cfg.on_change("arena-checksum", lambda v: [setattr(a, "checksums", v) for a in self.arenas()])
         cfg.on_change("loglevel", set_log_level)
         cfg.on_change("port", lambda v: self._rebind(port=v))
         cfg.on_change("bind", lambda v: self._rebind(bind=v))
@@ -220,15 +221,25 @@ class Server:
             except Exception:  # one bad tick must not end active expiry for good
                 log.exception("Error in the background cron")
 
+    def _expire_cycle(self):
+        for arena in self.arenas():
+            arena.expire_cycle(200)
+
+    def arenas(self):
+        """The server's arena, then the arenas of tenants with ARENA own."""
+        return [self.store, *self.tenants.arenas.every()]
+
     def _cron_tick(self):
         # An expire step is bounded so a cron tick never stalls clients.
-        self.monitoring.latency.timed("expire-cycle", self.store.expire_cycle, 200)
+        self.monitoring.latency.timed("expire-cycle", self._expire_cycle)
         self.leases.expire()
-        failures = self.store.checksum_failures
+        self.tenants.arenas.close_idle(self.leases.arenas())
+        failures = sum(arena.checksum_failures for arena in self.arenas())
         if failures != self.checksum_failures_logged:
-            log.warning("%d value(s) failed their checksum on read and were dropped "
-                        "(%d since start): the arena's memory is corrupting data",
-                        failures - self.checksum_failures_logged, failures)
+            if failures > self.checksum_failures_logged:    # (a closed tenant arena takes its count)
+                log.warning("%d value(s) failed their checksum on read and were dropped "
+                            "(%d since start): the arena's memory is corrupting data",
+                            failures - self.checksum_failures_logged, failures)
             self.checksum_failures_logged = failures
         for c in list(self.clients.values()):
             if c.soft_limit_since is not None and not c.closing:
@@ -274,6 +285,7 @@ class Server:
         if self.config["pidfile"] and os.path.exists(self.config["pidfile"]):
             os.unlink(self.config["pidfile"])
         self.exporter.stop()  # its thread reads the arena: stop it before the arena goes
+        self.tenants.arenas.close_all()
         self.store.close(clean=True)
         log.warning("cxlredis is now ready to exit, bye bye...")
 

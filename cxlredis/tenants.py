@@ -46,17 +46,19 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from ._store import DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, Keyspace, OutOfMemory, TenantError
+from ._store import ArenaError, DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, Keyspace, OutOfMemory, TenantError
 from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
 from .errors import CommandError
 from .files import write_atomically
+from .tenant_arenas import TenantArenas, group_id
 
 log = logging.getLogger("cxlredis")
 
 INHERIT = "inherit"                 # POLICY inherit: follow the server's maxmemory-policy
 FILE_VERSION = 1
 LIST_SETTINGS = ("users", "shared-read", "shared-write")
-SETTINGS = ("quota", "policy") + LIST_SETTINGS
+SETTINGS = ("quota", "policy", "arena", "arena-group") + LIST_SETTINGS
+ARENAS = ("shared", "own")           # ARENA: the server's arena, or a backing of the tenant's own
 
 
 def as_text(data) -> str:
@@ -89,7 +91,7 @@ def parse_settings(args) -> dict:
         word = as_text(args[i]).lower()
         if word not in SETTINGS:
             raise ValueError(f"unknown tenant setting '{as_text(args[i])}' (expected QUOTA, POLICY, "
-                             f"USERS, SHARED-READ or SHARED-WRITE)")
+                             f"ARENA, ARENA-GROUP, USERS, SHARED-READ or SHARED-WRITE)")
         if word in settings:
             raise ValueError(f"{word.upper()} given twice")
         i += 1
@@ -107,7 +109,16 @@ def parse_settings(args) -> dict:
             raise ValueError(f"{word.upper()} needs a value")
         value = as_text(args[i])
         i += 1
-        if word == "quota":
+        if word == "arena":
+            settings[word] = value.lower()
+            if settings[word] not in ARENAS:
+                raise ValueError(f"invalid ARENA '{value}': shared (the server's arena) or own (a "
+                                 f"backing file of the tenant's own, which its users may map)")
+        elif word == "arena-group":
+            settings[word] = None if value.lower() == "none" else value
+            if settings[word] is not None:
+                group_id(value)
+        elif word == "quota":
             try:
                 settings[word] = parse_memory(value)
             except InvalidValue:
@@ -142,15 +153,23 @@ class Tenant:
     shared_read: list = field(default_factory=list)    # tenant names, in fall-through order
     shared_write: list = field(default_factory=list)
     declared: bool = False                             # by a `tenant` line of the config file
+    arena: str = "shared"                              # ARENA: where its values live
+    arena_group: str | None = None                     # ARENA-GROUP: who may map an own arena
+
+    @property
+    def own_arena(self):
+        return self.arena == "own"
 
     def apply(self, settings):
         self.users = list(settings.get("users", self.users))
         self.shared_read = list(settings.get("shared-read", self.shared_read))
         self.shared_write = list(settings.get("shared-write", self.shared_write))
+        self.arena = settings.get("arena", self.arena)
+        self.arena_group = settings.get("arena-group", self.arena_group)
 
     def copy(self):
         return Tenant(self.name, list(self.users), list(self.shared_read), list(self.shared_write),
-                      self.declared)
+                      self.declared, self.arena, self.arena_group)
 
 
 # ---------------------------------------------------------------- a tenant's keyspace with grants
@@ -424,11 +443,16 @@ class StartupError(Exception):
 
 
 class Tenants:
-    """The server's tenants: membership, grants, persistence and connection binding."""
+    """The server's tenants: membership, grants, persistence and connection binding.
+
+    A tenant with ARENA shared (the default) is a namespace of the server's arena,
+    which keeps its quota, policy and meters; one with ARENA own is the default
+    keyspace of an arena of its own (cxlredis/tenant_arenas.py)."""
 
     def __init__(self, server):
         self.server = server
         self.arena = server.store
+        self.arenas = TenantArenas(server)
         config = server.config
         self.path = os.path.join(config["dir"], config["tenants-file"]) if config["tenants-file"] else None
         self.tenants = {}       # name → Tenant, in creation order
@@ -438,9 +462,11 @@ class Tenants:
             self._start(config.tenants)
         except StartupError as e:
             log.warning("Aborting startup because of the tenant definitions: %s", e)
+            self.arenas.close_all()
             self.arena.close(clean=True)     # nothing was served: the next start trusts it
             raise SystemExit(1) from None
         config.tenant_lines = self.config_lines
+        config.on_change("maxmemory-policy", lambda _: self._follow_server_policy())
 
     # -- startup
 
@@ -468,12 +494,20 @@ class Tenants:
         for name, record in records.items():
             tenant_id = self.arena.tenant_id(name)
             try:
-                if tenant_id is None:
+                if record["tenant"].own_arena:
+                    if tenant_id is not None:
+                        raise StartupError(
+                            f"tenant '{name}' has ARENA own, but its keys are in the server's arena: "
+                            f"values cannot move between arenas (declare it ARENA shared, or TENANT "
+                            f"DELETE it first)")
+                    self.arenas.open(name, record["quota"], record["tenant"].arena_group, create=False)
+                    self.arenas.set_policy(name, record["policy"])
+                elif tenant_id is None:
                     self.arena.create_tenant(name, record["quota"], record["policy"])
                 else:
                     self.arena.set_tenant_quota(tenant_id, record["quota"])
                     self.arena.set_tenant_policy(tenant_id, record["policy"])
-            except (TenantError, OutOfMemory, ValueError) as e:
+            except (ArenaError, TenantError, OutOfMemory, ValueError, OSError) as e:
                 raise StartupError(f"tenant '{name}': {e}") from None
         for stats in self.arena.tenants():
             if stats["id"] and stats["name"] not in tenants:
@@ -511,9 +545,13 @@ class Tenants:
                 policy = entry["policy"]
                 if policy is not None and policy not in POLICY_NAMES:
                     raise ValueError(f"unknown policy {policy!r}")
+                arena = entry.get("arena", "shared")
+                if arena not in ARENAS:
+                    raise ValueError(f"unknown arena {arena!r}")
                 tenant = Tenant(name, [as_bytes(u) for u in entry["users"]],
                                 [check_name(t) for t in entry["shared_read"]],
-                                [check_name(t) for t in entry["shared_write"]], bool(entry["declared"]))
+                                [check_name(t) for t in entry["shared_write"]], bool(entry["declared"]),
+                                arena, entry.get("arena_group"))
                 records[name] = {"tenant": tenant, "quota": int(entry["quota"]), "policy": policy}
         except (KeyError, TypeError, ValueError) as e:
             raise StartupError(f"the tenants file {self.path} is malformed: {e!r}") from None
@@ -523,31 +561,46 @@ class Tenants:
 
     @staticmethod
     def _check(tenants, changed=None):
-        """Raise ValueError if a user is in two tenants or a grant names no tenant (or itself).
-        The `changed` tenant is checked last, so an error names the tenant a user was in."""
+        """Raise ValueError if a user is in two tenants or a grant names no tenant (or itself,
+        or a tenant with an arena of its own: fall-through reads and `ns:` routes work within
+        one arena). The `changed` tenant is checked last, so an error names the tenant a user
+        was in."""
         owner = {}
         ordered = sorted(tenants.values(), key=lambda tenant: tenant.name == changed)
         for tenant in ordered:
             for user in tenant.users:
                 if owner.setdefault(user, tenant.name) != tenant.name:
                     raise ValueError(f"user '{as_text(user)}' already belongs to tenant '{owner[user]}'")
-            for granted in tenant.shared_read + tenant.shared_write:
+            if tenant.arena_group is not None and not tenant.own_arena:
+                raise ValueError(f"tenant '{tenant.name}' has ARENA shared: ARENA-GROUP is for a "
+                                 f"tenant with ARENA own")
+            grants = tenant.shared_read + tenant.shared_write
+            if grants and tenant.own_arena:
+                raise ValueError(f"tenant '{tenant.name}' has ARENA own: shared namespaces are in the "
+                                 f"server's arena, so it can be granted none")
+            for granted in grants:
                 if granted == tenant.name:
                     raise ValueError(f"tenant '{tenant.name}' cannot be granted its own namespace")
                 if granted == DEFAULT_TENANT:
                     raise ValueError("the default namespace cannot be shared")
                 if granted not in tenants:
                     raise ValueError(f"tenant '{tenant.name}' is granted '{granted}', which is no tenant")
+                if tenants[granted].own_arena:
+                    raise ValueError(f"tenant '{granted}' has ARENA own: its namespace cannot be "
+                                     f"shared with tenant '{tenant.name}'")
 
     def _install(self, tenants):
         """Make `tenants` the registry: membership, and the keyspace each tenant's
         connections use (namespaces bound anew, so none refers to a dropped tenant)."""
         self.tenants = tenants
         self.member_of = {user: t.name for t in tenants.values() for user in t.users}
-        namespaces = {name: self.arena.namespace(self.arena.tenant_id(name)) for name in tenants}
+        namespaces = {name: self.arena.namespace(self.arena.tenant_id(name))
+                      for name, tenant in tenants.items() if not tenant.own_arena}
         stores = {}
         for name, tenant in tenants.items():
-            if tenant.shared_read or tenant.shared_write:
+            if tenant.own_arena:
+                stores[name] = self.arenas.by_name[name]
+            elif tenant.shared_read or tenant.shared_write:
                 stores[name] = TenantKeyspace(namespaces[name],
                                               [namespaces[t] for t in tenant.shared_read],
                                               [(t, namespaces[t]) for t in tenant.shared_write])
@@ -561,8 +614,7 @@ class Tenants:
             return
         entries = []
         for tenant in tenants.values():
-            tenant_id = self.arena.tenant_id(tenant.name)
-            stats = self.arena.tenant_stats(tenant_id) if tenant_id is not None else None
+            stats = self.stats(tenant.name) if self.exists(tenant.name) else None
             entries.append({
                 "name": tenant.name,
                 "quota": stats["quota"] if stats else 0,
@@ -571,6 +623,8 @@ class Tenants:
                 "shared_read": tenant.shared_read,
                 "shared_write": tenant.shared_write,
                 "declared": tenant.declared,
+                "arena": tenant.arena,
+                "arena_group": tenant.arena_group,
             })
         content = json.dumps({"version": FILE_VERSION, "tenants": entries}, indent=1) + "\n"
         write_atomically(self.path, content.encode())
@@ -587,6 +641,10 @@ class Tenants:
         for c in self.server.clients.values():
             self.bind(c)
 
+    def _follow_server_policy(self):
+        for name in self.arenas.by_name:
+            self.arenas.set_policy(name, self.arenas.policies[name])
+
     # -- connections
 
     def bind(self, c):
@@ -594,6 +652,36 @@ class Tenants:
         name = self.member_of.get(c.user.name)
         c.tenant = name
         c.store = self.arena if name is None else self.stores[name]
+
+    def own_arena(self, name):
+        """The arena of tenant `name` if it has one of its own, else None."""
+        return self.arenas.by_name.get(name)
+
+    # -- meters, for a tenant of either kind
+
+    def exists(self, name):
+        return name in self.arenas.by_name or self.arena.tenant_id(name) is not None
+
+    def stats(self, name):
+        """Arena.tenant_stats() of tenant `name`; for one with its own arena, that arena's
+        default tenant's, with the tenant's name, quota and policy."""
+        arena = self.arenas.by_name.get(name)
+        if arena is None:
+            return self.arena.tenant_stats(self.tenant_id(name))
+        return self._own_stats(name, arena)
+
+    def _own_stats(self, name, arena):
+        stats = arena.tenant_stats(0)
+        stats.update(name=name, quota=arena.maxmemory, policy=arena.policy,
+                     policy_inherited=self.arenas.policies.get(name) is None)
+        return stats
+
+    def all_stats(self):
+        """stats() of every tenant: the server arena's, the default one first, then the others.
+        (The metrics thread calls it too: it works on a copy of the arenas, which a deleted
+        tenant's outlives for a while.)"""
+        return self.arena.tenants() + [self._own_stats(name, arena)
+                                       for name, arena in list(self.arenas.by_name.items())]
 
     # -- management (the TENANT commands)
 
@@ -604,6 +692,10 @@ class Tenants:
             raise CommandError(f"ERR no such tenant '{name}'")
         return tenant_id
 
+    def _require(self, name):
+        if not self.exists(name):
+            raise CommandError(f"ERR no such tenant '{name}'")
+
     def create(self, name, settings):
         if name == DEFAULT_TENANT or name in self.tenants:
             raise CommandError(f"ERR tenant '{name}' already exists")
@@ -612,13 +704,23 @@ class Tenants:
         tenants = {**self.tenants, name: tenant}
         self._checked(tenants, name)
         try:
-            tenant_id = self.arena.create_tenant(name, settings.get("quota", 0), settings.get("policy"))
-        except TenantError as e:
+            if tenant.own_arena:
+                self.arenas.open(name, settings.get("quota", 0), tenant.arena_group, create=True)
+                self.arenas.set_policy(name, settings.get("policy"))
+            else:
+                tenant_id = self.arena.create_tenant(name, settings.get("quota", 0),
+                                                     settings.get("policy"))
+        except (ArenaError, TenantError, ValueError) as e:
             raise CommandError(f"ERR {e}") from None
+        except OSError as e:
+            raise CommandError(f"ERR cannot create tenant '{name}''s arena: {e}") from None
         try:
             self._persist(tenants)
         except CommandError:
-            self.arena.drop_tenant(tenant_id)
+            if tenant.own_arena:
+                self.arenas.retire(name)
+            else:
+                self.arena.drop_tenant(tenant_id)
             raise
         self._activate(tenants)
 
@@ -626,30 +728,51 @@ class Tenants:
         if name == DEFAULT_TENANT:
             raise CommandError("ERR the default tenant cannot be changed: it is the administrators' "
                                "namespace, bounded by maxmemory")
-        tenant_id = self.tenant_id(name)
+        self._require(name)
         tenant = self.tenants[name].copy()
+        if settings.get("arena", tenant.arena) != tenant.arena:
+            raise CommandError(f"ERR tenant '{name}' has ARENA {tenant.arena}: values cannot move "
+                               f"between arenas (create another tenant)")
         tenant.apply(settings)
         tenants = {**self.tenants, name: tenant}
         self._checked(tenants, name)
-        old = self.arena.tenant_stats(tenant_id)
+        old = self.stats(name)
+        old_policy = None if old["policy_inherited"] else old["policy"]
+        old_group = self.tenants[name].arena_group
         # in the arena first: the tenants file copies quota and policy from there
-        self.arena.set_tenant_quota(tenant_id, settings.get("quota", old["quota"]))
-        self.arena.set_tenant_policy(tenant_id, settings.get(
-            "policy", None if old["policy_inherited"] else old["policy"]))
+        try:
+            self._apply_limits(name, tenant, settings.get("quota", old["quota"]),
+                               settings.get("policy", old_policy))
+        except (ValueError, OSError) as e:
+            self._apply_limits(name, self.tenants[name], old["quota"], old_policy)
+            raise CommandError(f"ERR {e}") from None
         try:
             self._persist(tenants)
         except CommandError:
-            self.arena.set_tenant_quota(tenant_id, old["quota"])
-            self.arena.set_tenant_policy(tenant_id, None if old["policy_inherited"] else old["policy"])
+            self._apply_limits(name, self.tenants[name], old["quota"], old_policy)
             raise
+        if tenant.arena_group != old_group:
+            log.notice("Tenant '%s': its arena %s is now mode %s", name, self.arenas.path(name),
+                       f"0660, group {tenant.arena_group}" if tenant.arena_group else "0600")
         self._activate(tenants)
+
+    def _apply_limits(self, name, tenant, quota, policy):
+        """Quota, policy (and, for an own arena, group) of tenant `name`, where they are kept."""
+        if tenant.own_arena:
+            self.arenas.set_quota(name, quota)
+            self.arenas.set_policy(name, policy)
+            self.arenas.set_group(self.arenas.by_name[name], tenant.arena_group)
+        else:
+            tenant_id = self.tenant_id(name)
+            self.arena.set_tenant_quota(tenant_id, quota)
+            self.arena.set_tenant_policy(tenant_id, policy)
 
     def delete(self, name, current):
         """Drop the tenant and its data; its connections go back to the default namespace
         and are closed (`current` after its reply). Returns how many keys it had."""
         if name == DEFAULT_TENANT:
             raise CommandError("ERR the default tenant cannot be deleted")
-        tenant_id = self.tenant_id(name)
+        self._require(name)
         tenants = {}
         for other in self.tenants.values():
             if other.name != name:
@@ -663,7 +786,10 @@ class Tenants:
             # Its reservations are on the tenant's bill: free them while its namespace exists.
             c.release_reservations()
         users = self.tenants[name].users
-        keys = self.arena.drop_tenant(tenant_id)
+        if name in self.arenas.by_name:
+            keys = self.arenas.retire(name)
+        else:
+            keys = self.arena.drop_tenant(self.tenant_id(name))
         self._activate(tenants)
         for c in doomed:
             if c is current:
@@ -682,11 +808,16 @@ class Tenants:
             raise CommandError(f"ERR {e}") from None
 
     def reset_stats(self, name):
-        self.arena.reset_tenant_stats(self.tenant_id(name))
+        arena = self.arenas.by_name.get(name)
+        if arena is not None:
+            arena.reset_stats()
+        else:
+            self.arena.reset_tenant_stats(self.tenant_id(name))
 
     def info(self, name):
         """(field, value) pairs of TENANT INFO; values are ints, strs or lists."""
-        stats = self.arena.tenant_stats(self.tenant_id(name))
+        self._require(name)
+        stats = self.stats(name)
         if name == DEFAULT_TENANT:
             users = [u for u in sorted(self.server.acl.users) if u not in self.member_of]
             tenant = Tenant(name, users)
@@ -699,17 +830,22 @@ class Tenants:
             "evicted_keys", "expired_keys", "rejected_writes", "bytes_written", "commands",
             "bytes_in", "bytes_out")]
         fields += [("users", tenant.users), ("shared_read", tenant.shared_read),
-                   ("shared_write", tenant.shared_write)]
+                   ("shared_write", tenant.shared_write), ("arena", tenant.arena)]
+        arena = self.arenas.by_name.get(name)
+        if arena is not None:
+            fields += [("arena_path", arena.path), ("arena_size", arena.size),
+                       ("arena_group", tenant.arena_group or "")]
         return fields
 
     def names(self):
-        """Every tenant, the default one first, in id order."""
-        return [stats["name"] for stats in self.arena.tenants()]
+        """Every tenant, the default one first, then the server arena's in id order, then
+        those with arenas of their own."""
+        return [stats["name"] for stats in self.all_stats()]
 
     def info_lines(self, only=None):
         """INFO tenants: one line per tenant (only `only`'s, for a tenant's connection)."""
         lines = []
-        for s in self.arena.tenants():
+        for s in self.all_stats():
             if only is not None and s["name"] != only:
                 continue
             lines.append((f"tenant_{s['name']}",
@@ -726,12 +862,16 @@ class Tenants:
         """`tenant` lines describing every tenant (CONFIG REWRITE)."""
         lines = []
         for tenant in self.tenants.values():
-            stats = self.arena.tenant_stats(self.tenant_id(tenant.name))
+            stats = self.stats(tenant.name)
             words = ["tenant", tenant.name]
             if stats["quota"]:
                 words += ["quota", format_memory(stats["quota"])]
             if not stats["policy_inherited"]:
                 words += ["policy", stats["policy"]]
+            if tenant.own_arena:
+                words += ["arena", "own"]
+                if tenant.arena_group:
+                    words += ["arena-group", _config_word(tenant.arena_group)]
             for keyword, values in (("users", [as_text(u) for u in tenant.users]),
                                     ("shared-read", tenant.shared_read),
                                     ("shared-write", tenant.shared_write)):

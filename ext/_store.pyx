@@ -1589,6 +1589,21 @@ def value_checksum(data):
     return sum
 
 
+cdef extern from *:
+    """
+    static inline void cx_acquire_fence(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+    """
+    void cx_acquire_fence() nogil
+
+
+def acquire_fence():
+    """A load-acquire barrier: no load after it is satisfied before the loads before it.
+    A reader through the mapping calls it between using a value's bytes and re-reading
+    the entry header, so a weakly ordered CPU cannot read the header before the copy.
+    No instruction on x86 (loads are not reordered with older loads); dmb ishld on ARM."""
+    cx_acquire_fence()
+
+
 def now_ms():
     """Wall-clock time in ms, the clock every expire_at and last-access uses."""
     return cx_now_ms()
@@ -2483,6 +2498,12 @@ cdef class Arena(Keyspace):
 
     def __exit__(self, *exc):
         self.close()
+
+    @property
+    def arena(self):
+        """The arena an entry offset of this keyspace belongs to: itself (as Namespace.arena
+        is its owner), so callers need not ask which kind of keyspace they hold."""
+        return self
 
     @property
     def size(self):

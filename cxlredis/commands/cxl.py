@@ -3,9 +3,11 @@ reservations through their own mapping of the arena's backing, under leases
 (cxlredis/leases.py). The protocol, its guarantees and its trust boundary are in
 docs/colocated.md.
 
-Who may map. Any process that maps the backing reads every tenant's data, so the
+Who may map. Any process that maps a backing reads every value in it, so the
 mapping commands are refused, whatever the ACL says:
-- to connections bound to a tenant (one backing file holds all tenants);
+- to connections of a tenant whose values are in the server's arena (ARENA
+  shared): that backing holds every such tenant. A tenant with ARENA own maps its
+  own arena's backing (cxlredis/tenant_arenas.py), administrators the server's;
 - unless the connection is over the unix socket, or from a loopback address as a
   user that authenticated with a password (a nopass user proves nothing).
 The ACL gates them too: they are in the category @cxl (and @dangerous), not in
@@ -53,9 +55,9 @@ LEASE_EXPIRED = "ERR lease {} expired"
 
 def mapping_refusal(c):
     """Why this connection may not map the arena, or None if it may."""
-    if c.tenant is not None:
-        return (f"ERR CXL mapping is not offered to tenant users: one backing file holds every "
-                f"tenant's data (this connection belongs to tenant '{c.tenant}')")
+    if c.tenant is not None and c.server.tenants.own_arena(c.tenant) is None:
+        return (f"ERR CXL mapping is not offered to tenant '{c.tenant}': its values share the "
+                f"server's arena with other tenants (a tenant created with ARENA own maps its own)")
     if c.laddr.startswith("/"):
         return None                     # the unix socket: its file permissions admit the peer
     host = c.addr.rsplit(":", 1)[0].strip("[]")
@@ -92,14 +94,14 @@ def _boot_id():
 
 def cmd_cxl_info(c, argv):
     server = c.server
-    store = server.store
-    layout = store.layout()
+    arena = c.store.arena          # a tenant with ARENA own is told of its own arena only
+    layout = arena.layout()
     refusal = mapping_refusal(c)
-    refs, slots = server.leases.counts()
-    path = os.path.abspath(server.arena_path)
+    refs, slots = server.leases.counts(arena)
+    path = os.path.abspath(arena.path)
     fields = (
         ("backing-path", path),
-        ("backing-size", store.size),
+        ("backing-size", arena.size),
         ("layout-version", layout["version"]),
         ("page-size", _page_size(path)),
         # a client maps what it believes is the backing and compares this digest of the

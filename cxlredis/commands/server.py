@@ -372,6 +372,8 @@ def cmd_debug(c, argv):
         c.reply.ok()
     elif sub == "ARENA-CHECK" and len(argv) == 2:
         problems = c.server.store.check()
+        for name, arena in c.server.tenants.arenas.by_name.items():
+            problems += [f"tenant {name}'s arena: {problem}" for problem in arena.check()]
         c.reply.array(len(problems))
         for p in problems:
             c.reply.bulk(p)

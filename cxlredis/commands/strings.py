@@ -260,8 +260,7 @@ def cmd_getrange(c, argv):
         return
     view = store.view(off)[start:end + 1]
     if len(view) >= c.server.large_threshold:
-        store.pin(off)
-        c.reply.pinned_bulk(view, off)
+        c.reply_pinned(store, off, view)
     else:
         c.reply.bulk(view)
 

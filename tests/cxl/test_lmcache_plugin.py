@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lmcache"))
 from lmcache_driver import SMALL_CHUNK, expected_digest, missing_requirements  # noqa: E402
 
-from cxl_helpers import cxl_server, unix_client  # noqa: E402
+from cxl_helpers import PASSWORD, cxl_server, unix_client  # noqa: E402
 
 REPO = str(Path(__file__).resolve().parents[2])
 pytestmark = pytest.mark.skipif(missing_requirements() is not None, reason=str(missing_requirements()))
@@ -117,3 +117,24 @@ def test_plugin_over_resp_with_an_instance_name(server):
     assert out["mapped"] is False
     check(out)
     assert unix_client(server).dbsize() == 4          # one key per chunk
+
+
+def test_plugin_maps_a_tenants_own_arena():
+    """A tenant with ARENA own: LMCache, logged in as its user over the unix socket, maps
+    the tenant's arena file, and its chunks are the tenant's keys, nobody else's."""
+    srv = cxl_server([f"user admin on >{PASSWORD} ~* &* +@all",
+                      f"user lm on >{PASSWORD} ~* &* +@all",
+                      "tenant infer quota 64mb arena own users lm"])
+    try:
+        srv.start()
+        out = drive(f"unix://lm:{PASSWORD}@{srv.unixsocket}")
+        assert out["mapped"] is True
+        check(out)
+        with unix_client(srv, username="lm", password=PASSWORD) as tenant:
+            assert tenant.dbsize() == 4
+            assert tenant.execute_command("CXL", "INFO")[b"backing-path"].decode().endswith(
+                "a.tenant-infer.arena")
+        with unix_client(srv, username="admin", password=PASSWORD) as admin:
+            assert admin.dbsize() == 0
+    finally:
+        srv.close()

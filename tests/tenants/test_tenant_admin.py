@@ -45,12 +45,12 @@ def test_create_info_set_resetstat_delete(server, admin):
         "keyspace_hits": 1, "keyspace_misses": 1, "evicted_keys": 0, "expired_keys": 0,
         "rejected_writes": 0, "bytes_written": 1, "commands": info["commands"],
         "bytes_in": info["bytes_in"], "bytes_out": info["bytes_out"],
-        "users": ["carol", "dave"], "shared_read": ["team-a"], "shared_write": []}
+        "users": ["carol", "dave"], "shared_read": ["team-a"], "shared_write": [], "arena": "shared"}
     assert info["used_bytes"] > 0 and info["commands"] >= 3
     # RESP3: a map, lists as arrays
     with raw_connection(server.port) as conn:
         conn.request("HELLO", "3")
-        assert conn.request("TENANT", "INFO", "lab").startswith(b"%20\r\n$4\r\nname\r\n$3\r\nlab\r\n")
+        assert conn.request("TENANT", "INFO", "lab").startswith(b"%21\r\n$4\r\nname\r\n$3\r\nlab\r\n")
 
     assert admin.request("TENANT", "SET", "lab", "QUOTA", "0", "POLICY", "inherit",
                          "SHARED-READ") == b"+OK\r\n"
@@ -109,7 +109,7 @@ def test_management_is_for_administrators(server, admin):
             assert alice.request("TENANT", *args) == (
                 f"-ERR TENANT {args[0]} is for administrators: this connection belongs to "
                 f"tenant 'team-a'\r\n").encode()
-        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*40\r\n$4\r\nname\r\n")
+        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*42\r\n$4\r\nname\r\n")
     admin.request("ACL", "SETUSER", "viewer", "on", "nopass", "~*", "+@read", "+@connection")
     with login(server, "viewer") as viewer:       # no tenant, but no @admin either
         assert viewer.request("TENANT", "CREATE", "x") == (
@@ -132,7 +132,7 @@ ERRORS = [
      "volatile-random, volatile-ttl, allkeys-lfu, volatile-lfu, or inherit (the server's "
      "maxmemory-policy)"),
     (("CREATE", "n", "SIZE", "1"), "ERR unknown tenant setting 'SIZE' (expected QUOTA, POLICY, "
-                                   "USERS, SHARED-READ or SHARED-WRITE)"),
+                                   "ARENA, ARENA-GROUP, USERS, SHARED-READ or SHARED-WRITE)"),
     (("CREATE", "n", "QUOTA"), "ERR QUOTA needs a value"),
     (("CREATE", "n", "QUOTA", "1", "quota", "2"), "ERR QUOTA given twice"),
     (("CREATE", "n", "USERS", "alice"), "ERR user 'alice' already belongs to tenant 'team-a'"),
@@ -165,7 +165,7 @@ def test_errors(admin):
         assert reply == (f"-{expected}\r\n".encode() if expected else b"+OK\r\n"), args
     assert admin.request("TENANT", "LIST") == b"*3\r\n$7\r\ndefault\r\n$6\r\nteam-a\r\n$6\r\nteam-b\r\n"
     help_lines = admin.request("TENANT", "HELP")
-    assert help_lines.startswith(b"*21\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
+    assert help_lines.startswith(b"*25\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
 
 
 def test_quota_and_policy_changes_apply_to_the_next_write(server, admin):

@@ -122,12 +122,12 @@ class Store:
 
 
 def monitoring(*argv):
-    return Monitoring(SimpleNamespace(config=Config.load(list(argv), environ={}), store=Store()))
+    return Monitoring(SimpleNamespace(config=Config.load(list(argv), environ={})))
 
 
 def test_what_dispatch_hands_over():
     m = monitoring()
-    assert m.watch_from_us == 10000 and m.evict_to_maxmemory == m.store.evict_to_maxmemory
+    assert m.watch_from_us == 10000
     m.config.set([("slowlog-log-slower-than", "-1")])
     assert m.watch_from_us == NEVER
     m.config.set([("latency-monitor-threshold", "2")])
@@ -150,10 +150,13 @@ def test_fast_commands_and_evictions_are_events_of_their_own():
     worst = {name: event.max for name, event in m.latency.events.items()}
     assert worst == {"fast-command": 3, "command": 1}
     assert m.slowlog.visible(None) == []
-    assert m.evict_to_maxmemory() is True and m.store.evictions == 1
+    arena = Store()
+    assert m.evict_to_maxmemory(arena) is True and arena.evictions == 1
     assert m.latency.events["eviction-cycle"].max >= 3
+    m.latency.reset()
     m.config.set([("latency-monitor-threshold", "0")])
-    assert m.evict_to_maxmemory == m.store.evict_to_maxmemory
+    assert m.evict_to_maxmemory(arena) is True and arena.evictions == 2
+    assert "eviction-cycle" not in m.latency.events       # not timed while the monitor is off
 
 
 def test_exec_is_never_in_the_slow_log():
