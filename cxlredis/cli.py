@@ -58,7 +58,7 @@ def main(argv=None):
         runner(server.run())
     except SystemExit as e:
         log.warning("%s", e)
-        server.store.close(clean=True)
+        server.close_arenas()
         return 1
     return 0
 

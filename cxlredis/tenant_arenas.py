@@ -39,6 +39,13 @@ def group_id(group):
         raise ValueError(f"no such group '{group}'") from None
 
 
+def check_quota(name, quota):
+    """ValueError unless `quota` can size tenant `name`'s own arena."""
+    if quota <= 0:
+        raise ValueError(f"tenant '{name}' needs a QUOTA to have ARENA own: it sizes the tenant's "
+                         f"arena file")
+
+
 def size_for(quota):
     """A file size whose heap holds `quota` bytes: the index takes at most 1/256 of the
     size and the superblock 64 KiB, rounded to the alignment."""
@@ -75,9 +82,7 @@ class TenantArenas:
         """Attach (create=True: create, empty) the arena of tenant `name`; returns it.
         ValueError or ArenaError say why not."""
         self.check_name(name)
-        if quota <= 0:
-            raise ValueError(f"tenant '{name}' needs a QUOTA to have ARENA own: it sizes the "
-                             f"tenant's arena file")
+        check_quota(name, quota)
         path = self.path(name)
         existing = os.path.exists(path)
         if create and existing:
@@ -115,8 +120,7 @@ class TenantArenas:
 
     def set_quota(self, name, quota):
         arena = self.by_name[name]
-        if quota <= 0:
-            raise ValueError(f"tenant '{name}' has ARENA own: its QUOTA sizes it and cannot be 0")
+        check_quota(name, quota)
         self._check_capacity(name, arena, quota)
         arena.maxmemory = quota
 

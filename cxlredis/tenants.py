@@ -50,7 +50,7 @@ from ._store import ArenaError, DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, K
 from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
 from .errors import CommandError
 from .files import write_atomically
-from .tenant_arenas import TenantArenas, group_id
+from .tenant_arenas import TenantArenas, check_quota, group_id
 
 log = logging.getLogger("cxlredis")
 
@@ -141,7 +141,10 @@ def parse_directive(args) -> tuple[str, dict]:
     if name == DEFAULT_TENANT:
         raise ValueError("the default tenant cannot be declared: it is the administrators' "
                          "namespace, bounded by maxmemory")
-    return name, parse_settings(args[1:])
+    settings = parse_settings(args[1:])
+    if settings.get("arena") == "own":
+        check_quota(name, settings.get("quota", 0))
+    return name, settings
 
 
 @dataclass

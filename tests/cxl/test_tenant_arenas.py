@@ -13,7 +13,7 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import free_port
+from conftest import ServerStartError, free_port
 from cxl_helpers import PASSWORD, cxl_server, info, local, unix_client
 from cxlredis.tenant_arenas import size_for
 
@@ -145,7 +145,7 @@ def test_settings_that_cannot_hold_are_refused(server, admin):
         (("CREATE", "x", "QUOTA", "8mb", "SHARED-READ", "acme"), "its namespace cannot be shared"),
         (("SET", "acme", "ARENA", "shared"), "values cannot move between arenas"),
         (("SET", "team", "ARENA", "own"), "values cannot move between arenas"),
-        (("SET", "acme", "QUOTA", "0"), "cannot be 0"),
+        (("SET", "acme", "QUOTA", "0"), "tenant 'acme' needs a QUOTA to have ARENA own"),
     ]
     for args, message in cases:
         with pytest.raises(redis.ResponseError, match=re.escape(message)):
@@ -347,3 +347,31 @@ def test_metrics_cover_tenants_with_their_own_arena():
         assert samples[("cxlredis_tenant_keys", "team")] == 0
     finally:
         srv.close()
+
+
+def test_config_line_without_quota_is_a_config_error():
+    srv = cxl_server(USERS + ["tenant lone arena own users acme-user"])
+    try:
+        with pytest.raises(ServerStartError):
+            srv.start(timeout=10)
+        assert "tenant 'lone' needs a QUOTA to have ARENA own" in srv.log
+        assert not os.path.exists(tenant_path(srv, "lone"))
+    finally:
+        srv.close()
+
+
+def test_a_shared_tenant_with_keys_cannot_become_own(server):
+    with as_user(server, "team-user") as team:
+        team.set("stays", b"in the server's arena")
+    server.stop()
+    conf = server.dir / "cxlredis.conf"
+    conf.write_text(conf.read_text().replace("tenant team quota 16mb users team-user",
+                                             "tenant team quota 16mb arena own users team-user"))
+    with pytest.raises(ServerStartError):
+        server.start(timeout=10)
+    assert "tenant 'team' has ARENA own, but its keys are in the server's arena" in server.log
+    assert not os.path.exists(tenant_path(server, "team"))
+    conf.write_text(conf.read_text().replace(" arena own users team-user", " users team-user"))
+    server.start()
+    with as_user(server, "team-user") as team:
+        assert team.get("stays") == b"in the server's arena"
