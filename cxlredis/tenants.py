@@ -11,7 +11,10 @@ What a connection's `c.store` is:
   tenants with the TENANT commands;
 - the tenant's Namespace when the tenant has no shared grants, so its
   commands cost nothing more than an administrator's;
-- a TenantKeyspace over that Namespace when it has some (below).
+- a TenantKeyspace over that Namespace when it has some (below);
+- for a tenant created with ARENA own, the Arena of its own (tenant_arenas.py),
+  whose default keyspace it is: the one kind of tenant whose users may map
+  their values (docs/colocated.md says why).
 
 Shared namespaces. A shared namespace is an ordinary tenant (say `common`)
 whose own users publish into it. Another tenant may be granted:
@@ -46,7 +49,8 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from ._store import ArenaError, DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, Keyspace, OutOfMemory, TenantError
+from ._store import (DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, ArenaError, Keyspace, OutOfMemory,
+                     TenantError)
 from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
 from .errors import CommandError
 from .files import write_atomically

@@ -15,12 +15,18 @@ is required the same way.
 ``kinds(docs) -> [kind, ...]``  in rendered order.
 ``server_container(docs) / server_pod_spec(docs) / hook_pod(docs)`` (the helm test Pod)
 ``rendered_config(docs) -> str`` the ConfigMap's cxlredis.conf.
+``users_conf(docs) -> str`` the generated Secret's users.conf.
 ``project(docs, volume, directory, external=None)``  lay out a projected volume
     as the kubelet would, from the rendered ConfigMaps and Secrets, or for
     Secrets made outside the chart from ``external`` ({name: {key: bytes}}).
 ``server_config(docs, tmp_path, external=None) -> Path``  the server's config
     volume projected into tmp_path/etc-cxlredis, with the mount path in
-    cxlredis.conf pointing there; returns the cxlredis.conf path.
+    cxlredis.conf pointing there, and the node directories the pod mounts
+    (hostPath volumes but the arena's, whose path the tests replace as for
+    every backing) made at ``node_directory(tmp_path, host path)``; returns
+    the cxlredis.conf path.
+``node_directory(tmp_path, host_path) -> Path``  the stand-in of a node directory.
+``probe_socket(docs) -> str``  the unix socket the readiness probe connects to.
 ``load_config(docs, tmp_path, external=None) -> Config``  that file through the
     server's own loader (``cxlredis.config.Config.load``).
 ``ChartServer(conf, options)``  a ServerProcess started from a rendered config,
@@ -33,6 +39,7 @@ from __future__ import annotations
 import base64
 import functools
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -144,6 +151,10 @@ def rendered_config(docs) -> str:
     return one(docs, "ConfigMap", FULLNAME)["data"]["cxlredis.conf"]
 
 
+def users_conf(docs) -> str:
+    return base64.b64decode(one(docs, "Secret", f"{FULLNAME}-auth")["data"]["users.conf"]).decode()
+
+
 def _secret_data(docs, name, external) -> dict:
     rendered = [doc for doc in docs if doc["kind"] == "Secret" and doc["metadata"]["name"] == name]
     if rendered:
@@ -165,14 +176,31 @@ def project(docs, volume: dict, directory: Path, external: dict | None = None) -
             target.write_bytes(data[item["key"]])
 
 
+def node_directory(tmp_path: Path, host_path: str) -> Path:
+    # Short: a unix socket's path has at most 107 bytes.
+    return tmp_path / "node" / host_path.lstrip("/")
+
+
+def probe_socket(docs) -> str:
+    command = server_container(docs)["readinessProbe"]["exec"]["command"]
+    return command[command.index("--unixsocket") + 1]
+
+
 def server_config(docs, tmp_path: Path, external: dict | None = None) -> Path:
     container = server_container(docs)
-    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "config"]
-    (volume,) = [v for v in server_pod_spec(docs)["volumes"] if v["name"] == "config"]
+    mount_paths = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in server_pod_spec(docs)["volumes"]}
     directory = tmp_path / "etc-cxlredis"
-    project(docs, volume, directory, external)
+    project(docs, volumes["config"], directory, external)
     conf = directory / "cxlredis.conf"
-    conf.write_text(conf.read_text().replace(mount["mountPath"] + "/", f"{directory}/"))
+    text = conf.read_text().replace(mount_paths["config"] + "/", f"{directory}/")
+    for name, volume in volumes.items():
+        if "hostPath" in volume and volume["hostPath"]["type"] == "Directory" and name != "arena":
+            node = node_directory(tmp_path, volume["hostPath"]["path"])
+            node.mkdir(parents=True, exist_ok=True)
+            # The mount path as a whole argument, or as the directory of one.
+            text = re.sub(rf"(?<= ){re.escape(mount_paths[name])}(?=/|$)", str(node), text, flags=re.M)
+    conf.write_text(text)
     return conf
 
 

@@ -13,14 +13,18 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
+from cxlredis.config import parse_memory
+from cxlredis.tenant_arenas import size_for
 from helm_helpers import (CHART, FULLNAME, KUBERNETES_VERSION, NAMESPACE, RELEASE, SCENARIOS,
-                          helm, hook_pod, kinds, one, render, render_error, rendered_config,
-                          require_validator, server_container, server_pod_spec, values_args)
+                          helm, hook_pod, kinds, one, probe_socket, render, render_error,
+                          rendered_config, require_validator, server_container, server_pod_spec,
+                          users_conf, values_args)
 
 # Custom resources whose schemas kubernetes-validate does not ship (checked by hand below).
 CUSTOM_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 SELECTOR = {"app.kubernetes.io/name": "cxlredis", "app.kubernetes.io/instance": RELEASE}
-PROBE_COMMAND = ["python", "-m", "cxlredis.healthcheck", "--unixsocket", "/tmp/cxlredis.sock"]
+PROBE_COMMAND = ["python", "-m", "cxlredis.healthcheck", "--unixsocket"]
+MiB = 1 << 20
 
 
 def config_lines(docs) -> dict:
@@ -83,7 +87,7 @@ def test_lint_strict(scenario):
 
 def test_scenarios_cover_every_backing_and_feature():
     assert {"shm", "hugepages", "devdax", "devdax-hostpath", "file", "file-hostpath", "tls",
-            "tenants", "metrics", "existing-secret"} <= set(SCENARIOS)
+            "tenants", "metrics", "existing-secret", "colocated"} <= set(SCENARIOS)
 
 
 # ---------------------------------------------------------------- Kubernetes schemas
@@ -157,12 +161,13 @@ def test_probes_and_graceful_drain(scenario):
     docs = render(scenario)
     pod = server_pod_spec(docs)
     container = server_container(docs)
+    socket = "/run/cxlredis/cxlredis.sock" if scenario == "colocated" else "/tmp/cxlredis.sock"
     for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
         probe = container[kind]
-        assert probe["exec"]["command"][:5] == PROBE_COMMAND, kind
+        assert probe["exec"]["command"][:5] == PROBE_COMMAND + [socket], kind
         assert probe["timeoutSeconds"] >= 1 and probe["failureThreshold"] >= 1
     # The probes reach the server on the socket its config opens.
-    assert config_lines(docs)["unixsocket"] == PROBE_COMMAND[4]
+    assert config_lines(docs)["unixsocket"] == probe_socket(docs) == socket
     assert container["startupProbe"]["failureThreshold"] * container["startupProbe"]["periodSeconds"] >= 300
     sleep = container["lifecycle"]["preStop"]["exec"]["command"]
     assert sleep[0] == "sleep" and int(sleep[1]) > 0
@@ -227,7 +232,7 @@ def test_scheduling(scenario):
     assert spread[0]["topologyKey"] == "topology.kubernetes.io/zone"
     assert spread[0]["labelSelector"]["matchLabels"] == SELECTOR
     anti = pod["affinity"]["podAntiAffinity"]
-    if scenario in ("shm", "devdax-hostpath"):      # replicaCount 2, one per node
+    if scenario in ("shm", "devdax-hostpath", "colocated"):      # replicaCount 2, one per node
         (term,) = anti["requiredDuringSchedulingIgnoredDuringExecution"]
     else:
         (preferred,) = anti["preferredDuringSchedulingIgnoredDuringExecution"]
@@ -442,6 +447,71 @@ def test_metrics():
         "kubernetes.io/metadata.name": "monitoring"}}}]
 
 
+def test_colocated():
+    """The node directory is the server's socket and tenant-arena-dir, one server per node."""
+    docs = render("colocated")
+    pod = server_pod_spec(docs)
+    assert volumes(docs)["colocated"] == {"name": "colocated", "hostPath": {
+        "path": "/run/cxlredis", "type": "Directory"}}
+    assert mounts(server_container(docs))["colocated"] == {"name": "colocated",
+                                                           "mountPath": "/run/cxlredis"}
+    lines = config_lines(docs)
+    assert (lines["unixsocket"], lines["unixsocketperm"], lines["tenant-arena-dir"]) == (
+        "/run/cxlredis/cxlredis.sock", "770", "/run/cxlredis")
+    tenant_lines = [line for line in users_conf(docs).splitlines() if line.startswith("tenant ")]
+    assert tenant_lines == ["tenant team-c quota 64mb arena own users carol",
+                            "tenant team-d quota 32mb arena own arena-group 3001 users dave"]
+    # The server must belong to a group to give a tenant's file to it (no CAP_CHOWN).
+    assert pod["securityContext"]["supplementalGroups"] == [3001]
+    (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert one(docs, "StatefulSet")["spec"]["replicas"] == 2
+    # The tenants' arena files on the node's tmpfs are charged to the server's container,
+    # sized as the server sizes them; the shm arena and the overhead as without colocated.
+    tenant_files = (size_for(64 * MiB) + size_for(32 * MiB)) // MiB
+    resources = server_container(docs)["resources"]
+    expected = f"{1024 + 512 + tenant_files}Mi"
+    assert resources["limits"]["memory"] == resources["requests"]["memory"] == expected
+    on_disk = render("colocated", "--set", "colocated.memoryBacked=false")
+    assert server_container(on_disk)["resources"]["limits"]["memory"] == f"{1024 + 512}Mi"
+
+
+@pytest.mark.parametrize("quota", ["3gb", "1000000k", "7340033", "2g", "5m", "1mb"])
+def test_colocated_memory_follows_the_servers_arena_sizes(quota):
+    """Redis's units (k = 1000, kb = 1024) and the server's rounding, for quotas of every form."""
+    docs = render("colocated", "--set-string", f"tenants[1].quota={quota}")
+    expected = 1024 + 512 + (size_for(64 * MiB) + size_for(parse_memory(quota))) // MiB
+    assert server_container(docs)["resources"]["limits"]["memory"] == f"{expected}Mi"
+
+
+def test_arena_groups_join_the_pods_supplemental_groups():
+    docs = render("devdax-hostpath", "--set", "colocated.enabled=true",
+                  "--set", "auth.users[0].name=u", "--set", "auth.users[0].rules=nopass",
+                  "--set", "tenants[0].name=t", "--set", "tenants[0].quota=1gb",
+                  "--set", "tenants[0].arena=own", "--set", "tenants[0].arenaGroup=993",
+                  "--set", "tenants[1].name=s", "--set", "tenants[1].quota=1gb",
+                  "--set", "tenants[1].arena=own", "--set", "tenants[1].arenaGroup=4000")
+    assert server_pod_spec(docs)["securityContext"]["supplementalGroups"] == [993, 4000]
+    # A device arena has no directory for tenant arenas beside it: the node directory is theirs.
+    assert config_lines(docs)["tenant-arena-dir"] == "/run/cxlredis"
+
+
+def test_colocated_notes_show_how_inference_pods_mount_it():
+    result = helm("install", RELEASE, CHART, *values_args("colocated"), "--namespace", NAMESPACE,
+                  "--dry-run=client")
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert "hostPath: {path: /run/cxlredis, type: Directory}" in notes
+    assert "- {name: cxlredis, mountPath: /run/cxlredis}" in notes
+    assert "supplementalGroups: [10001, <arenaGroup>]" in notes
+    assert '"unix://<user>:<password>@/run/cxlredis/cxlredis.sock"' in notes
+    assert "team-d (users dave): cxlredis.tenant-team-d.arena, mode 0660, group 3001" in notes
+    assert "team-c (users carol): cxlredis.tenant-team-c.arena, mode 0600" in notes
+    assert re.search(r"never run them as\s+root or as the server's UID \(10001\)", notes)
+    plain = helm("install", RELEASE, CHART, *values_args("tenants"), "--namespace", NAMESPACE,
+                 "--dry-run=client").stdout
+    assert "Co-located access" not in plain
+
+
 def test_optional_objects_are_off_by_default():
     docs = render("defaults")
     for kind in ("PodDisruptionBudget", "NetworkPolicy", "ServiceMonitor", "Secret"):
@@ -457,6 +527,10 @@ def test_pdb_min_available():
 
 
 # ---------------------------------------------------------------- what the chart refuses
+
+# A tenant "t" with a user, for the tenant refusals.
+OWN = ["--set", "auth.users[0].name=u", "--set", "auth.users[0].rules=nopass",
+       "--set", "tenants[0].name=t", "--set", "tenants[0].users[0]=u"]
 
 @pytest.mark.parametrize("values, message", [
     (["--set", "config.port=7000"], "config.port is set by the chart; use port"),
@@ -476,6 +550,28 @@ def test_pdb_min_available():
      'user "ghost" is not in auth.users'),
     (["--set", "auth.users[0].name=a", "--set", "auth.users[0].rules=nopass",
       "--set", "auth.users[1].name=a", "--set", "auth.users[1].rules=nopass"], "declared twice"),
+    (["--set", "colocated.enabled=true", "--set", "replicaCount=2"],
+     "colocated.hostPath (the node's unix socket and tenant arenas) is one per node: with "
+     "replicaCount > 1 set podAntiAffinity: hard"),
+    (["--set", "config.tenant-arena-dir=/x"],
+     "config.tenant-arena-dir is set by the chart; use colocated.hostPath"),
+    (["--set", "config.unixsocketperm=777"], "use colocated.socketPerm"),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=own"],
+     """tenant "t" needs a quota to have arena own: it sizes the tenant's arena file"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=own",
+      "--set", "tenants[0].quota=0mb"], """tenant "t" needs a quota to have arena own"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arenaGroup=3001"],
+     """tenant "t" has arena shared: arenaGroup is for a tenant with arena own"""),
+    ([*OWN, "--set", "tenants[0].arena=own", "--set", "tenants[0].quota=1gb"],
+     """tenant "t" has arena own, which needs colocated.enabled"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=own",
+      "--set", "tenants[0].quota=1gb", "--set", "tenants[1].name=c",
+      "--set", "tenants[0].sharedRead[0]=c"],
+     """tenant "t" has arena own: shared namespaces are in the server's arena, so it can be granted none"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=own",
+      "--set", "tenants[0].quota=1gb", "--set", "tenants[1].name=c",
+      "--set", "tenants[1].sharedWrite[0]=t"],
+     'tenant "t" has arena own: its namespace cannot be shared with tenant "c"'),
     # values.schema.json
     (["--set", "arena.backing=ram"], "/arena/backing"),
     (["--set", "arena.size=1GB"], "/arena/size"),
@@ -485,6 +581,14 @@ def test_pdb_min_available():
     (["--set", "tls.authClients=maybe"], "/tls/authClients"),
     (["--set", "replicas=3"], "additional properties 'replicas' not allowed"),
     (["--set", "arena.sizeLimit=3"], "additional properties 'sizeLimit' not allowed"),
+    ([*OWN, "--set", "tenants[0].arena=private"], "/tenants/0/arena"),
+    ([*OWN, "--set", "tenants[0].arenaGroup=none"], "/tenants/0/arenaGroup"),
+    ([*OWN, "--set", "tenants[0].arenaGroup=0"], "/tenants/0/arenaGroup"),
+    ([*OWN, "--set", "tenants[0].arenaGroup=team c"], "/tenants/0/arenaGroup"),
+    (["--set-string", "colocated.socketPerm=0770"], "/colocated/socketPerm"),
+    (["--set", "colocated.socketPerm=770"], "/colocated/socketPerm"),       # a number, not octal text
+    (["--set", "colocated.hostPath=run/cxlredis"], "/colocated/hostPath"),
+    (["--set", f"colocated.mountPath=/{'m' * 93}"], "/colocated/mountPath"),   # the socket path: 107 at most
 ])
 def test_chart_refuses(values, message):
     assert message in render_error(*values)

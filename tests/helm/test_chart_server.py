@@ -5,14 +5,18 @@ rendered files, the StatefulSet's probe command checks them, and the helm test
 Pod's script runs against them as the hook would.
 
 Only the host-specific options are replaced when a server starts: the ports,
-the unix socket, and the arena path and size. NUMA binding, huge pages and
-DAX devices need hardware this machine may not have, so those scenarios are
-checked through the loader only."""
+the unix socket (unless it is in a node directory, which a temporary directory
+stands in for), and the arena's directory and size. NUMA binding, huge pages
+and DAX devices need hardware this machine may not have, so those scenarios
+are checked through the loader only."""
 import hashlib
 import json
 import os
+import posixpath
+import stat
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -21,8 +25,11 @@ import yaml
 
 from conftest import REPO_ROOT, free_port
 from cxlredis.config import ConfigError, Config
-from helm_helpers import (SCENARIOS, ChartServer, hook_pod, load_config, project, render,
-                          server_config, server_container)
+from cxlredis.lmcache_plugin import client_options
+from cxlredis.local import LocalClient
+from helm_helpers import (NAMESPACE, RELEASE, SCENARIOS, CHART, ChartServer, helm, hook_pod,
+                          load_config, node_directory, probe_socket, project, render, server_config,
+                          server_container, values_args)
 
 MB, GB = 1024**2, 1024**3
 HASHED = hashlib.sha256(b"not in the file").hexdigest()
@@ -84,6 +91,7 @@ EXPECTED = {
     "tenants": {"requirepass": "adminsecret"},
     "metrics": {"metrics-port": 9121, "metrics-bind": "0.0.0.0"},
     "existing-secret": {"requirepass": "admin pw"},
+    "colocated": {"requirepass": "adminsecret", "unixsocketperm": 0o770},
 }
 
 
@@ -91,7 +99,13 @@ EXPECTED = {
 def test_the_server_loads_the_rendered_config(scenario, external, tmp_path):
     config = load_config(render(scenario), tmp_path, external)
     assert config["bind"] == ("0.0.0.0",)
-    assert config["unixsocket"] == "/tmp/cxlredis.sock"
+    if scenario == "colocated":         # in the node directory shared with inference pods
+        node = node_directory(tmp_path, "/run/cxlredis")
+        assert config["unixsocket"] == str(node / "cxlredis.sock")
+        assert config["tenant-arena-dir"] == str(node)
+    else:
+        assert config["unixsocket"] == "/tmp/cxlredis.sock"
+        assert config["tenant-arena-dir"] == ""
     assert config["daemonize"] is False and config["logfile"] == ""
     assert config["dir"] == os.getcwd()     # not set: the server's dir is the pod's workingDir
     for name, value in EXPECTED[scenario].items():
@@ -147,13 +161,18 @@ def start_server(docs, tmp_path, external) -> ChartServer:
         options["port"] = 0
     if rendered["tls-port"]:
         options["tls-port"] = free_port()
-    return ChartServer(conf, options).start()
+    server = ChartServer(conf, options)
+    # The arena's file name as the chart has it: tenant arenas are named after it.
+    server.arena_path = str(server.dir / posixpath.basename(rendered["arena-path"]))
+    if Path(rendered["unixsocket"]).is_relative_to(tmp_path):      # in a node directory
+        server.unixsocket = rendered["unixsocket"]
+    return server.start()
 
 
 def run_probe(docs, server, kind="readinessProbe") -> subprocess.CompletedProcess:
     command = server_container(docs)[kind]["exec"]["command"]
     command = [sys.executable if arg == "python" else arg for arg in command]
-    command = [server.unixsocket if arg == "/tmp/cxlredis.sock" else arg for arg in command]
+    command = [server.unixsocket if arg == probe_socket(docs) else arg for arg in command]
     return subprocess.run(command, capture_output=True, text=True, timeout=30,
                           env={"PYTHONPATH": str(REPO_ROOT)})
 
@@ -218,6 +237,10 @@ HOOK_LINES = {
                         "ok   writer: logged in, PING, SET/GET/DEL kv:cxlredis-helm-test:writer:",
                         "smoke test: 3 of 3 users passed"],
     "tls": ["ok   default: logged in, PING, SET/GET/DEL", "smoke test: 1 of 1 users passed"],
+    "colocated": ["ok   default: logged in, PING, SET/GET/DEL",
+                  "ok   carol: logged in, PING, SET/GET/DEL",
+                  "ok   dave: logged in, PING, SET/GET/DEL",
+                  "smoke test: 3 of 3 users passed"],
 }
 
 
@@ -285,3 +308,52 @@ def test_tls_hook_needs_its_client_certificate(live, external):
                                                          external["cxlredis-tls"]["ca.crt"].decode())})
     assert result.returncode == 1, result.stdout
     assert "FAIL default" in result.stdout
+
+
+# ---------------------------------------------------------------- co-located access
+
+def notes_plugin_url(scenario) -> str:
+    """The LMCache plugin url that NOTES.txt tells inference pods to use."""
+    notes = helm("install", RELEASE, CHART, *values_args(scenario), "--namespace", NAMESPACE,
+                 "--dry-run=client").stdout.split("NOTES:", 1)[1]
+    (url,) = [line.split('"')[1] for line in notes.splitlines()
+              if "remote_storage_plugin.cxlredis.url:" in line]
+    return url
+
+
+def test_colocated_tenants_map_their_own_arenas_through_the_unix_socket(live, tmp_path):
+    """What an inference pod on the node does, with the node directory a temporary one:
+    each tenant's user connects with the url the NOTES give, maps its own tenant's arena
+    file in that directory, and writes and reads a value through the mapping."""
+    deployment = live("colocated")
+    node = node_directory(tmp_path, "/run/cxlredis")
+    socket = node / "cxlredis.sock"
+    assert deployment.server.unixsocket == str(socket)
+    assert stat.S_ISSOCK(socket.stat().st_mode) and stat.S_IMODE(socket.stat().st_mode) == 0o770
+    assert run_probe(deployment.docs, deployment.server).returncode == 0
+    url = notes_plugin_url("colocated").replace("/run/cxlredis/", f"{node}/")
+    for user, password, tenant in (("carol", "carolpass", "team-c"), ("dave", "davepass", "team-d")):
+        kv = LocalClient(**client_options(url.replace("<user>:<password>", f"{user}:{password}")))
+        try:
+            assert kv.mapped, kv.why_not_mapped
+            assert kv.info["backing-path"] == str(node / f"cxlredis.tenant-{tenant}.arena")
+            value = os.urandom(1 << 20)
+            kv.set(b"kv:chunk", value)
+            with kv.get(b"kv:chunk") as ref:
+                assert ref.mapped and bytes(ref.view) == value and ref.valid()
+        finally:
+            kv.close()
+    without_group = (node / "cxlredis.tenant-team-c.arena").stat()
+    assert stat.S_IMODE(without_group.st_mode) == 0o600
+    with_group = (node / "cxlredis.tenant-team-d.arena").stat()
+    assert stat.S_IMODE(with_group.st_mode) == 0o660 and with_group.st_gid == 3001
+    assert sorted(p.name for p in node.iterdir()) == [
+        "cxlredis.sock", "cxlredis.tenant-team-c.arena", "cxlredis.tenant-team-d.arena"]
+
+
+def test_colocated_tenants_load_as_declared(tmp_path, external):
+    config = load_config(render("colocated"), tmp_path, external)
+    assert config.tenants == (
+        ("team-c", "quota", "64mb", "arena", "own", "users", "carol"),
+        ("team-d", "quota", "32mb", "arena", "own", "arena-group", "3001", "users", "dave"),
+    )

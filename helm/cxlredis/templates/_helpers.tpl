@@ -57,7 +57,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "cxlredis.configDir" -}}/etc/cxlredis{{- end -}}
 {{- define "cxlredis.dataDir" -}}/var/lib/cxlredis{{- end -}}
 {{- define "cxlredis.arenaDir" -}}/var/lib/cxlredis-arena{{- end -}}
-{{- define "cxlredis.unixSocket" -}}/tmp/cxlredis.sock{{- end -}}
+{{/* The unix socket: the probes' way in, and with colocated the inference pods'. */}}
+{{- define "cxlredis.unixSocket" -}}
+{{- if .Values.colocated.enabled -}}
+{{ .Values.colocated.mountPath }}/cxlredis.sock
+{{- else -}}
+/tmp/cxlredis.sock
+{{- end -}}
+{{- end -}}
 
 {{- define "cxlredis.arenaPath" -}}
 {{- if eq .Values.arena.backing "devdax" -}}
@@ -95,6 +102,73 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $size -}}
 {{- end -}}
 
+{{/* A cxlredis memory value (Redis's units: k = 1000, kb = 1024, ...) as bytes. */}}
+{{- define "cxlredis.memoryBytes" -}}
+{{- $value := lower (toString .) -}}
+{{- $units := dict "" 1 "b" 1 "k" 1000 "kb" 1024 "m" 1000000 "mb" 1048576 "g" 1000000000 "gb" 1073741824 -}}
+{{- $digits := regexReplaceAll "[a-z]+$" $value "" -}}
+{{- $unit := trimPrefix $digits $value -}}
+{{- if or (not (regexMatch "^[0-9]+$" $digits)) (not (hasKey $units $unit)) -}}
+{{- fail (printf "%q is not a memory value (digits and b, k, kb, m, mb, g or gb)" .) -}}
+{{- end -}}
+{{- mul ($digits | int64) (get $units $unit) -}}
+{{- end -}}
+
+{{/* The tenants with `arena: own` (each an arena file of its own in colocated.hostPath). */}}
+{{- define "cxlredis.ownArenaTenants" -}}
+{{- $own := list -}}
+{{- range .Values.tenants -}}
+{{- if eq (.arena | default "") "own" -}}
+{{- $own = append $own . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $own -}}
+{{- end -}}
+
+{{/* MiB of the arena files of the tenants with arena own: each is sized from its quota as
+     cxlredis/tenant_arenas.py's size_for does (quota + 1/128 for the index + 4 MiB,
+     rounded up to 2 MiB). */}}
+{{- define "cxlredis.tenantArenasMebibytes" -}}
+{{- $align := 2097152 -}}
+{{- $total := 0 -}}
+{{- range include "cxlredis.ownArenaTenants" . | fromJsonArray -}}
+{{- $quota := include "cxlredis.memoryBytes" .quota | int64 -}}
+{{- $bytes := mul (div (add $quota (div $quota 128) (mul 3 $align) -1) $align) $align -}}
+{{- $total = add $total (div $bytes 1048576) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/* A tenant's arenaGroup as the config line writes it: a gid's digits or a group name. */}}
+{{- define "cxlredis.arenaGroup" -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- printf "%d" (int64 .) -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* podSecurityContext, with the gids of the tenants' arenaGroups added to
+     supplementalGroups: the server gives each tenant's arena file its group, which a
+     process without CAP_CHOWN may do only for a group it belongs to. */}}
+{{- define "cxlredis.podSecurityContext" -}}
+{{- $context := deepCopy .Values.podSecurityContext -}}
+{{- $groups := list -}}
+{{- range $context.supplementalGroups | default list -}}
+{{- $groups = append $groups (int64 .) -}}
+{{- end -}}
+{{- range include "cxlredis.ownArenaTenants" . | fromJsonArray -}}
+{{- $group := include "cxlredis.arenaGroup" (.arenaGroup | default "") -}}
+{{- if regexMatch "^[0-9]+$" $group -}}
+{{- $groups = append $groups ($group | int64) -}}
+{{- end -}}
+{{- end -}}
+{{- if $groups -}}
+{{- $_ := set $context "supplementalGroups" ($groups | uniq) -}}
+{{- end -}}
+{{- toYaml $context -}}
+{{- end -}}
+
 {{/* The container's resources: the user's, plus memory, huge pages and the DAX device. */}}
 {{- define "cxlredis.resources" -}}
 {{- $resources := deepCopy .Values.resources -}}
@@ -105,6 +179,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $memory := include "cxlredis.mebibytes" .Values.arena.memoryOverhead | int64 -}}
 {{- if eq .Values.arena.backing "shm" -}}
 {{- $memory = add $memory $arena -}}
+{{- end -}}
+{{- if and .Values.colocated.enabled .Values.colocated.memoryBacked -}}
+{{- $memory = add $memory (include "cxlredis.tenantArenasMebibytes" . | int64) -}}
 {{- end -}}
 {{- $_ := set $limits "memory" (printf "%dMi" $memory) -}}
 {{- if not (hasKey $requests "memory") -}}
@@ -150,8 +227,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "cxlredis.reservedOptions" -}}
 bind: bind
 port: port
-unixsocket: (set by the chart for the probes)
-unixsocketperm: (set by the chart for the probes)
+unixsocket: colocated.mountPath (the probes use the socket)
+unixsocketperm: colocated.socketPerm
+tenant-arena-dir: colocated.hostPath
 dir: persistence
 daemonize: (always no)
 logfile: (the log goes to the container's output)
@@ -205,9 +283,14 @@ audit-log-max-files: auditLog.maxFiles
 {{- fail "the devdax backing needs exactly one of arena.devdax.resourceName and arena.devdax.hostPath" -}}
 {{- end -}}
 {{- end -}}
-{{- $onNode := or (and (eq .Values.arena.backing "devdax") .Values.arena.devdax.hostPath) (and (eq .Values.arena.backing "file") .Values.arena.file.hostPath) -}}
+{{- $onNode := "" -}}
+{{- if or (and (eq .Values.arena.backing "devdax") .Values.arena.devdax.hostPath) (and (eq .Values.arena.backing "file") .Values.arena.file.hostPath) -}}
+{{- $onNode = "a hostPath arena" -}}
+{{- else if .Values.colocated.enabled -}}
+{{- $onNode = "colocated.hostPath (the node's unix socket and tenant arenas)" -}}
+{{- end -}}
 {{- if and $onNode (gt (int .Values.replicaCount) 1) (ne .Values.podAntiAffinity "hard") (not .Values.affinity) -}}
-{{- fail "a hostPath arena is one per node: with replicaCount > 1 set podAntiAffinity: hard" -}}
+{{- fail (printf "%s is one per node: with replicaCount > 1 set podAntiAffinity: hard" $onNode) -}}
 {{- end -}}
 {{- $names := list -}}
 {{- range .Values.auth.users -}}
@@ -216,10 +299,34 @@ audit-log-max-files: auditLog.maxFiles
 {{- end -}}
 {{- $names = append $names .name -}}
 {{- end -}}
+{{- $own := list -}}
+{{- range include "cxlredis.ownArenaTenants" . | fromJsonArray -}}
+{{- $own = append $own .name -}}
+{{- end -}}
 {{- range .Values.tenants -}}
 {{- range .users -}}
 {{- if not (has . $names) -}}
 {{- fail (printf "tenants: user %q is not in auth.users" .) -}}
+{{- end -}}
+{{- end -}}
+{{- /* What the server refuses at startup, refused here first with its words. */ -}}
+{{- if has .name $own -}}
+{{- if not $.Values.colocated.enabled -}}
+{{- fail (printf "tenants: tenant %q has arena own, which needs colocated.enabled: its arena file goes in colocated.hostPath, where its pods map it" .name) -}}
+{{- end -}}
+{{- if eq (include "cxlredis.memoryBytes" (.quota | default "0")) "0" -}}
+{{- fail (printf "tenants: tenant %q needs a quota to have arena own: it sizes the tenant's arena file" .name) -}}
+{{- end -}}
+{{- if or .sharedRead .sharedWrite -}}
+{{- fail (printf "tenants: tenant %q has arena own: shared namespaces are in the server's arena, so it can be granted none" .name) -}}
+{{- end -}}
+{{- else if ne (include "cxlredis.arenaGroup" (.arenaGroup | default "")) "" -}}
+{{- fail (printf "tenants: tenant %q has arena shared: arenaGroup is for a tenant with arena own" .name) -}}
+{{- end -}}
+{{- $tenant := .name -}}
+{{- range concat (.sharedRead | default list) (.sharedWrite | default list) -}}
+{{- if has . $own -}}
+{{- fail (printf "tenants: tenant %q has arena own: its namespace cannot be shared with tenant %q" . $tenant) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
