@@ -119,10 +119,10 @@ class CxlRedisConnector(RemoteConnector):
             return None
         return obj if start else self.reshape_partial_chunk(obj, n)
 
-    def _get(self, key):
-        key = key.to_string()
+    def _read(self, name):
+        """The MemoryObj of the key named `name`, or None."""
         for _ in range(READ_ATTEMPTS):
-            ref = self.client.get(key)
+            ref = self.client.get(name)
             if ref is None:
                 return None
             with ref:
@@ -132,7 +132,44 @@ class CxlRedisConnector(RemoteConnector):
         return None
 
     async def get(self, key):
-        return await self._run(self._get, key)
+        return await self._run(self._read, key.to_string())
+
+    def _batched_get(self, keys):
+        """MemoryObjs (or None) for keys: every reference in one round trip, then the
+        copies; a key whose lease check failed is read again on its own."""
+        names = [key.to_string() for key in keys]
+        objs = []
+        for name, ref in zip(names, self.client.mget(names)):
+            if ref is None:
+                objs.append(None)
+                continue
+            with ref:
+                obj = self._copy_out(ref)
+            objs.append(self._read(name) if obj is _STALE else obj)
+        return objs
+
+    def support_batched_get(self):
+        return True
+
+    async def batched_get(self, keys):
+        return await self._run(self._batched_get, keys)
+
+    def support_batched_get_non_blocking(self):
+        return True
+
+    async def batched_get_non_blocking(self, lookup_id, keys):
+        """The consecutive prefix of keys that were found (LMCache's contract); the chunks
+        read after the first miss are given back."""
+        objs = await self._run(self._batched_get, keys)
+        found = []
+        for obj in objs:
+            if obj is None:
+                break
+            found.append(obj)
+        for obj in objs[len(found):]:
+            if obj is not None:
+                obj.ref_count_down()
+        return found
 
     # ---- put
     def _put(self, key, memory_obj):

@@ -244,8 +244,10 @@ def cmd_cxl_commit(c, argv):
         leases.end(lease)
         raise CommandError(LEASE_EXPIRED.format(lease.id))
     expire_at = -1 if lease.ttl_ms is None else now_ms() + lease.ttl_ms
-    # the commit path of a value received into a slot (SET): visible at once, whole
-    SlotArg(c.store, lease.off, c.store.value_len(lease.off)).commit(lease.db, lease.key, expire_at)
+    # the commit path of a value received into a slot (SET): visible at once, whole; in
+    # the keyspace the block was reserved in, whatever the connection is bound to now
+    store = lease.store
+    SlotArg(store, lease.off, store.value_len(lease.off)).commit(lease.db, lease.key, expire_at)
     leases.committed(lease)
     c.reply.ok()
 

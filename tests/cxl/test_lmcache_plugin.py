@@ -68,6 +68,11 @@ for h in range(6):
 out["digests"] = got
 out["prefix"] = [digest(memoryview(o.byte_array).cast("B"))
                  for o in run(conn.batched_get_non_blocking("lookup", [key(h) for h in (0, 1, 9, 2)]))]
+batched = run(conn.batched_get([key(h) for h in (3, 7, 0)]))
+out["batched"] = [None if o is None else digest(memoryview(o.byte_array).cast("B")) for o in batched]
+for o in batched:
+    if o is not None:
+        o.ref_count_down()
 print(json.dumps(out), flush=True)
 import os; os._exit(0)
 """
@@ -101,14 +106,22 @@ def check(out):
     assert out["contains"] == 4
     assert out["digests"] == expected + [None, None]
     assert out["prefix"] == expected[:2]
+    assert out["batched"] == [expected[3], None, expected[0]]
+
+
+def mgetref_calls(server):
+    stats = unix_client(server).info("commandstats")
+    return stats.get("cmdstat_cxl|mgetref", {}).get("calls", 0)
 
 
 @pytest.mark.parametrize("save_chunk_meta", [True, False])
 def test_plugin_through_the_mapping(server, save_chunk_meta):
     unix_client(server).flushall()
+    unix_client(server).config_resetstat()
     out = drive(f"unix://{server.unixsocket}", save_chunk_meta=save_chunk_meta)
     assert out["mapped"] is True
     check(out)
+    assert mgetref_calls(server) == 2             # each batched read: one round trip
 
 
 def test_plugin_over_resp_with_an_instance_name(server):

@@ -2,12 +2,15 @@
 views, numpy, validated copies, reserve + commit), plain RESP when it is not."""
 import os
 import shutil
+import time
 
 import numpy
 import pytest
+import redis
 
+import cxlredis.local as local_module
 from cxl_helpers import PASSWORD, USERS, cxl_server, local, unix_client
-from cxlredis.local import LocalClient
+from cxlredis.local import READ_ATTEMPTS, LocalClient
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +44,74 @@ def test_mapped_round_trip(kv):
     assert kv.get_into(b"missing", buffer) is None
     with pytest.raises(ValueError, match="does not fit"):
         kv.get_into(b"k", bytearray(10))
+
+
+class CopiesAfterReply:
+    """Counts get_into's copies made after the GETREF reply (cxlredis.local._copy_into):
+    none when the copy made while the reply was on its way was kept."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        real = local_module._copy_into
+
+        def counted(source, target):
+            self.count += 1
+            return real(source, target)
+        monkeypatch.setattr(local_module, "_copy_into", counted)
+
+    def read(self, kv, key, buffer):
+        """(get_into's result, whether it copied again after the reply)."""
+        before = self.count
+        return kv.get_into(key, buffer), self.count > before
+
+
+def test_get_into_keeps_an_early_copy_only_of_the_leased_place(kv, server, monkeypatch):
+    admin = unix_client(server)
+    copies = CopiesAfterReply(monkeypatch)
+    buffer = bytearray(1 << 20)
+    first, second = os.urandom(300_000), os.urandom(300_000)
+    kv.set(b"k", first)
+    assert copies.read(kv, b"k", buffer) == (300_000, True)           # nothing known yet
+    assert copies.read(kv, b"k", buffer) == (300_000, False)          # known: copied early, kept
+    assert buffer[:300_000] == first
+    admin.set(b"k", second)                                           # a new block elsewhere
+    assert copies.read(kv, b"k", buffer) == (300_000, True) and buffer[:300_000] == second
+    admin.append(b"k", b"!")                                          # in place: longer, new generation
+    assert copies.read(kv, b"k", buffer) == (300_001, True) and buffer[:300_001] == second + b"!"
+    admin.expire(b"k", 100)                                           # same bytes, new generation
+    assert copies.read(kv, b"k", buffer) == (300_001, True) and buffer[:300_001] == second + b"!"
+    assert copies.read(kv, b"k", buffer) == (300_001, False) and buffer[:300_001] == second + b"!"
+    admin.delete(b"k")
+    assert copies.read(kv, b"k", buffer) == (None, False)
+    assert b"k" not in kv._locations
+    with pytest.raises(ValueError, match="does not fit"):             # too small: never copied early
+        kv.set(b"k", first) and kv.get_into(b"k", buffer) and kv.get_into(b"k", bytearray(10))
+    with local(server, known_locations=0) as forgetful:               # remembers no place
+        assert copies.read(forgetful, b"k", buffer) == (300_000, True)
+        assert copies.read(forgetful, b"k", buffer) == (300_000, True) and forgetful._locations == {}
+
+
+def test_get_into_forgets_places_when_it_reconnects():
+    """(A server of its own: the killed connection's lease outlives it, by design.)"""
+    server = cxl_server(USERS).start()
+    try:
+        with local(server) as kv:
+            _forgets_places_when_it_reconnects(kv, unix_client(server))
+    finally:
+        server.close()
+
+
+def _forgets_places_when_it_reconnects(kv, admin):
+    kv.set(b"k", b"v" * 1000)
+    buffer = bytearray(2000)
+    assert kv.get_into(b"k", buffer) == 1000 and b"k" in kv._locations
+    admin.client_kill_filter(_type="normal", skipme=True)             # drops kv's connection
+    admin.set(b"k", b"w" * 1000)
+    with pytest.raises(redis.ConnectionError):                        # as redis-py reports it
+        kv.get_into(b"k", buffer)
+    old_place = kv._locations[b"k"]                                   # forgotten on reconnecting
+    assert kv.get_into(b"k", buffer) == 1000 and buffer[:1000] == b"w" * 1000
+    assert kv._locations[b"k"] != old_place
 
 
 def test_get_is_a_read_only_view_of_the_arena(kv):
@@ -80,6 +151,160 @@ def test_mget_and_mset(kv):
         assert bytes(ref.view) == value and ref.valid()
         ref.release()
     assert 0 < kv.redis.pttl(b"k0") <= 60_000
+
+
+def cxl_calls(admin):
+    """Calls of each CXL subcommand since the last CONFIG RESETSTAT."""
+    return {name.removeprefix("cmdstat_cxl|"): stats["calls"]
+            for name, stats in admin.info("commandstats").items() if name.startswith("cmdstat_cxl|")}
+
+
+def leases_refs(admin):
+    return admin.execute_command("CXL", "INFO")[b"leases-refs"]
+
+
+def test_mget_into_copies_a_batch_under_one_mgetref(kv, server):
+    admin = unix_client(server)
+    values = {f"m{n}".encode(): os.urandom((n + 1) * 100_000) for n in range(4)}
+    kv.mset(values)
+    keys = [b"m0", b"absent", b"m1", b"m2", b"m3", b"m0"]        # a miss, a key twice
+    buffers = [bytearray(500_000) for _ in keys]
+    expected = [None if key == b"absent" else len(values[key]) for key in keys]
+    for window, requests in ((len(keys), 1), (4, 2), (1, len(keys))):
+        buffers = [bytearray(500_000) for _ in keys]
+        admin.config_resetstat()
+        assert kv.mget_into(keys, buffers, window=window) == expected
+        calls = cxl_calls(admin)                                # one per window, no GETREF
+        assert calls["mgetref"] == requests and "getref" not in calls
+        for key, n, buffer in zip(keys, expected, buffers):
+            if n is not None:
+                assert buffer[:n] == values[key]
+        assert buffers[1] == bytearray(500_000)                 # the miss's buffer untouched
+    numpy_out = [numpy.empty(len(values[b"m3"]), numpy.uint8)]  # any writable buffer
+    assert kv.mget_into([b"m3"], numpy_out) == [len(values[b"m3"])]
+    assert numpy_out[0].tobytes() == values[b"m3"]
+    assert kv.mget_into([], []) == []
+    kv.flush_releases()
+    assert leases_refs(admin) == 0
+
+
+def test_mget_into_refuses_a_small_buffer_before_copying(kv, server):
+    admin = unix_client(server)
+    kv.mset({b"big": b"b" * 5000, b"small": b"s" * 10})
+    buffers = [bytearray(100), bytearray(100)]
+    with pytest.raises(ValueError, match="5000 bytes does not fit buffer 1 of 100 bytes"):
+        kv.mget_into([b"small", b"big"], buffers)
+    assert buffers == [bytearray(100), bytearray(100)]          # nothing copied, not even "small"
+    with pytest.raises(ValueError, match="2 keys but 1 buffers"):
+        kv.mget_into([b"small", b"big"], buffers[:1])
+    kv.flush_releases()
+    assert leases_refs(admin) == 0                              # the refused batch's leases ended
+    assert kv.mget_into([b"small"], buffers[:1]) == [10]        # and the client still works
+
+
+def test_mget_into_error_with_the_next_window_in_flight(kv, server):
+    """A refused window while the next window's request is on its way: that request's
+    reply is read and its leases end, so the connection stays in step."""
+    admin = unix_client(server)
+    kv.mset({b"small": b"s" * 10, b"big": b"b" * 5000})
+    keys = [b"small"] * 4 + [b"big"] + [b"small"] * 7               # windows of 4: the 2nd fails
+    buffers = [bytearray(100) for _ in keys]
+    admin.config_resetstat()
+    with pytest.raises(ValueError, match="5000 bytes does not fit buffer 4 of 100 bytes"):
+        kv.mget_into(keys, buffers, window=4)
+    assert cxl_calls(admin)["mgetref"] == 3                     # the third was already sent
+    assert all(buffer[:10] == b"s" * 10 for buffer in buffers[:4])
+    assert all(buffer == bytearray(100) for buffer in buffers[4:])
+    kv.flush_releases()
+    assert leases_refs(admin) == 0
+    assert kv.get_into(b"small", buffers[0]) == 10 and kv.redis.ping()
+
+
+def test_mget_into_a_key_of_another_type_is_wrongtype(kv, server):
+    admin = unix_client(server)
+    kv.set(b"s", b"v")
+    admin.hset(b"h", b"f", b"v")
+    buffers = [bytearray(10), bytearray(10)]
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
+        kv.mget_into([b"s", b"h"], buffers)
+    assert buffers[0] == bytearray(10)
+    assert leases_refs(admin) == 0                              # all or nothing on the server
+    assert kv.mget_into([b"s"], buffers[:1]) == [1] and buffers[0][:1] == b"v"
+
+
+class OnLookup(list):
+    """Buffers that call action(i) each time the client looks up buffer i: once the
+    MGETREF granted the leases, before anything is copied."""
+
+    def __init__(self, buffers, action):
+        super().__init__(buffers)
+        self.action = action
+
+    def __getitem__(self, i):
+        self.action(i)
+        return super().__getitem__(i)
+
+
+def test_mget_into_does_not_accept_a_value_changed_during_its_lease(kv, server):
+    admin = unix_client(server)
+    kv.mset({b"other": b"o" * 1000, b"changing": b"c" * 1000})
+    admin.append(b"changing", b"+")                 # now in a block with room to grow in place
+    keys = [b"other", b"changing"]
+
+    def buffers_that_change(times):
+        """Append to b"changing" (in place: its bytes stay, its generation moves) the
+        first `times` times its buffer is looked up; note the references held then."""
+        refs_held = []
+
+        def change(i):
+            if keys[i] == b"changing" and len(refs_held) < times:
+                refs_held.append(leases_refs(admin))
+                admin.append(b"changing", b"+")
+        return OnLookup([bytearray(2000), bytearray(2000)], change), refs_held
+
+    # changed once: the stale copy is refused, that key alone is asked again, the new value wins
+    buffers, refs_held = buffers_that_change(1)
+    admin.config_resetstat()
+    assert kv.mget_into(keys, buffers) == [1000, 1002]
+    assert refs_held == [2]                         # the change came while both leases were held
+    assert buffers[1][:1002] == b"c" * 1000 + b"++"
+    calls = cxl_calls(admin)
+    assert calls["mgetref"] == 2 and "getref" not in calls
+
+    # changed on every attempt: never accepted, a miss after READ_ATTEMPTS tries
+    buffers, refs_held = buffers_that_change(99)
+    assert kv.mget_into(keys, buffers) == [1000, None]
+    assert refs_held == [2, 1, 1] and admin.strlen(b"changing") == 1002 + READ_ATTEMPTS
+    kv.flush_releases()
+    assert leases_refs(admin) == 0
+
+
+def test_mget_into_checks_checksums_and_deadlines():
+    """A corrupted value in a batch is a miss while the rest is served; values copied
+    after their lease ran out are misses."""
+    import mmap
+    srv = cxl_server(USERS, arena_checksum="yes").start()
+    try:
+        kv, admin = local(srv), unix_client(srv)
+        try:
+            good, bad = os.urandom(100_000), b"CORRUPT-ME-MARKER" + os.urandom(100_000)
+            admin.mset({b"good": good, b"bad": bad})
+            with open(srv.arena_path, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+                m[m.find(b"CORRUPT-ME-MARKER") + 100] ^= 0xFF
+            admin.config_set("arena-checksum", "no")        # so that the server hands it out
+            buffers = [bytearray(200_000), bytearray(200_000)]
+            assert kv.mget_into([b"good", b"bad"], buffers) == [len(good), None]
+            assert buffers[0][:len(good)] == good
+
+            admin.config_set("cxl-lease-ms", 1)
+            lookups = []
+            slow = OnLookup(buffers[:1], lambda i: (lookups.append(i), time.sleep(0.005)))
+            assert kv.mget_into([b"good"], slow) == [None]
+            assert len(lookups) == READ_ATTEMPTS
+        finally:
+            kv.close()
+    finally:
+        srv.close()
 
 
 def test_reserve_is_zero_copy_for_producers(kv):
@@ -125,6 +350,11 @@ def check_resp_fallback(client):
     assert client.get_into(b"f", buffer) == len(value) and buffer == value
     client.mset({b"g": b"1", b"h": b"2"}, ex=50)
     assert [bytes(r.view) if r else None for r in client.mget([b"g", b"x", b"h"])] == [b"1", None, b"2"]
+    buffers = [bytearray(1), bytearray(1), bytearray(1)]
+    assert client.mget_into([b"g", b"x", b"h"], buffers) == [1, None, 1]
+    assert buffers == [b"1", bytearray(1), b"2"]
+    with pytest.raises(ValueError, match="does not fit buffer 1"):
+        client.mget_into([b"g", b"f"], buffers[:2])
     assert 0 < client.redis.ttl(b"g") <= 50
 
 

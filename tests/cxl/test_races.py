@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import cxlredis.local as local_module
 from cxl_helpers import cxl_server, local, unix_client
 
 LEASE_MS = 150
@@ -59,9 +60,16 @@ def whole(data):
     return data[:8] * (len(data) // 8) == data
 
 
-def test_mapped_reads_race_writers_and_eviction(server):
+def test_mapped_reads_race_writers_and_eviction(server, monkeypatch):
+    """get_into copies a key it read before from where it was while the GETREF is on its
+    way: both that copy (kept when the reply leases the same place and generation) and
+    the copy again from the reply's place run here, under rewrites and reuse."""
+    copies_after_reply = []
+    real_copy = local_module._copy_into
+    monkeypatch.setattr(local_module, "_copy_into",
+                        lambda source, target: copies_after_reply.append(1) or real_copy(source, target))
     writer = start_writer(server, 3.0)
-    accepted = misses = 0
+    accepted = misses = kept_early_copy = 0
     buffer = bytearray(VALUE)
     try:
         with local(server) as kv:
@@ -70,15 +78,18 @@ def test_mapped_reads_race_writers_and_eviction(server):
             n = 0
             while time.monotonic() < deadline:
                 n += 1
+                before = len(copies_after_reply)
                 got = kv.get_into(HOT[n % len(HOT)], buffer)
                 if got is None:
                     misses += 1
                     continue
                 assert got == VALUE and whole(buffer), "a torn value was accepted"
                 accepted += 1
+                kept_early_copy += len(copies_after_reply) == before
     finally:
         writes = int(writer.communicate(timeout=30)[0])
     assert writes > 100 and accepted > 100, (writes, accepted, misses)
+    assert 0 < kept_early_copy < accepted, (kept_early_copy, accepted)
 
 
 def test_slow_readers_validate_after_use(server):
@@ -132,3 +143,40 @@ def test_the_header_check_alone_catches_a_reused_block(server):
         ref.release()
         arena.close()
     r.close()
+
+
+REFILLER = r"""
+import struct, sys, time, redis
+r = redis.Redis(unix_socket_path=sys.argv[1])
+size, until, n = int(sys.argv[2]), time.monotonic() + float(sys.argv[3]), 0
+while time.monotonic() < until:
+    n += 1
+    r.delete(b"spot")                                   # frees the block...
+    r.set(b"spot", struct.pack("<Q", n) * (size // 8))  # ...which the next value refills
+print(n)
+"""
+
+
+def test_an_early_copy_of_a_refilled_block_is_not_accepted(server):
+    """One key deleted and set again and again: its new value is received into the block
+    the old one just freed, at the same offset and length, while get_into copies from
+    there before its GETREF is answered. Only a copy whose generation is the one leased
+    counts, so none of those mixed copies is accepted."""
+    refiller = subprocess.Popen([sys.executable, "-c", REFILLER, server.unixsocket, str(VALUE), "2.0"],
+                                stdout=subprocess.PIPE)
+    accepted = 0
+    same_place = set()
+    buffer = bytearray(VALUE)
+    try:
+        with local(server) as kv:
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                if kv.get_into(b"spot", buffer) is None:
+                    continue
+                assert whole(buffer), "a torn value was accepted"
+                accepted += 1
+                same_place.add(kv._locations[b"spot"][0])
+    finally:
+        writes = int(refiller.communicate(timeout=30)[0])
+    assert writes > 100 and accepted > 100, (writes, accepted)
+    assert len(same_place) <= 2, "the value did not keep coming back to the same block"

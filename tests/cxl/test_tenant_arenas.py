@@ -375,3 +375,23 @@ def test_a_shared_tenant_with_keys_cannot_become_own(server):
     server.start()
     with as_user(server, "team-user") as team:
         assert team.get("stays") == b"in the server's arena"
+
+
+def test_a_reservation_commits_where_it_was_made(server):
+    """A connection that reserved as a tenant's user and then authenticated as another
+    commits into the tenant's arena, where the block is (not into its new keyspace)."""
+    conn = redis.Redis(unix_socket_path=server.unixsocket, username="acme-user", password=PASSWORD,
+                       single_connection_client=True)
+    try:
+        lease, offset, nbytes, _ = conn.execute_command("CXL", "RESERVE", "fresh", 5)
+        with open(tenant_path(server, "acme"), "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+            m[offset:offset + nbytes] = b"hello"
+        conn.execute_command("AUTH", "admin", PASSWORD)
+        assert conn.execute_command("CXL", "COMMIT", lease) == b"OK"
+        assert conn.get("fresh") is None                        # not the admin's
+    finally:
+        conn.close()
+    with as_user(server, "acme-user") as acme:
+        assert acme.get("fresh") == b"hello"
+    with as_user(server, "admin") as admin:
+        assert admin.execute_command("DEBUG", "ARENA-CHECK") == []
