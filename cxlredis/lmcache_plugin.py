@@ -172,23 +172,26 @@ class CxlRedisConnector(RemoteConnector):
         return found
 
     # ---- put
-    def _put(self, key, memory_obj):
+    def _stored(self, memory_obj):
+        """What a chunk is stored as: (metadata, KV bytes), or the KV bytes alone; the
+        client copies the parts straight into the reserved block."""
         data = memoryview(memory_obj.byte_array).cast("B")
         if not self.save_chunk_meta:
-            self.client.set(key.to_string(), data)
-            return
+            return data
         meta = RemoteMetadata(len(data), memory_obj.get_shapes(), memory_obj.get_dtypes(),
                               memory_obj.get_memory_format()).serialize()
-        if not self.client.mapped:
-            self.client.redis.set(key.to_string(), meta + data.tobytes())
-            return
-        with self.client.reserve(key.to_string(), len(meta) + len(data)) as slot:
-            slot.view[:len(meta)] = meta
-            slot.view[len(meta):] = data
-            slot.commit()
+        return (meta, data)
 
     async def put(self, key, memory_obj):
-        await self._run(self._put, key, memory_obj)
+        await self._run(self.client.set, key.to_string(), self._stored(memory_obj))
+
+    def support_batched_put(self):
+        return True
+
+    async def batched_put(self, keys, memory_objs):
+        """Every reservation in one round trip, the copies, every commit in another."""
+        chunks = {key.to_string(): self._stored(obj) for key, obj in zip(keys, memory_objs)}
+        await self._run(self.client.mset, chunks)
 
     # ---- the rest of the interface
     async def list(self):

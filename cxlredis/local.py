@@ -502,33 +502,36 @@ class LocalClient:
         return Slot(self, self._wview[off:off + nbytes], lease, began + ttl_ms / 1000)
 
     def set(self, key, value, *, ex=None, px=None):
-        """SET through the mapping when writable (reserve, memcpy, commit), else RESP."""
-        data = memoryview(value).cast("B")
+        """SET through the mapping when writable (reserve, memcpy, commit), else RESP. The
+        value is a buffer, or a tuple or list of buffers stored one after the other (say a
+        header and a tensor: each copied once, straight into the mapping)."""
+        parts = _parts(value)
         if self._writable() is None:
-            return self.redis.set(key, data, ex=ex, px=px)
-        with self.reserve(key, len(data), ex=ex, px=px) as slot:
-            _fill(slot, data)
+            return self.redis.set(key, _joined(parts), ex=ex, px=px)
+        with self.reserve(key, _length(parts), ex=ex, px=px) as slot:
+            _fill(slot, parts)
             slot.commit()
         return True
 
     def mset(self, items, *, ex=None, px=None):
-        """Set several keys: all reservations in one round trip, all commits in another."""
-        items = [(key, memoryview(value).cast("B")) for key, value in dict(items).items()]
+        """Set several keys (values as set() takes them): all reservations in one round
+        trip, all commits in another."""
+        items = [(key, _parts(value)) for key, value in dict(items).items()]
         if self._writable() is None:
             pipe = self.redis.pipeline(transaction=False)
-            for key, data in items:
-                pipe.set(key, data, ex=ex, px=px)
+            for key, parts in items:
+                pipe.set(key, _joined(parts), ex=ex, px=px)
             pipe.execute()
             return True
         began = time.monotonic()
-        replies = self._call(*(_reserve_command(key, len(data), ex, px) for key, data in items))
+        replies = self._call(*(_reserve_command(key, _length(parts), ex, px) for key, parts in items))
         failed = next((r for r in replies if isinstance(r, ResponseError)), None)
         slots = [self._slot(r, began) for r in replies if not isinstance(r, ResponseError)]
         try:
             if failed is not None:
                 raise failed
-            for slot, (_, data) in zip(slots, items):
-                _fill(slot, data)
+            for slot, (_, parts) in zip(slots, items):
+                _fill(slot, parts)
         except BaseException:
             if slots:
                 self._call(*(("CXL", "ABORT", slot.lease) for slot in slots))
@@ -608,10 +611,29 @@ def _copy_into(source, target):
     return n
 
 
-def _fill(slot, data):
+def _parts(value):
+    """A value as byte memoryviews: one buffer, or a tuple or list of them."""
+    if isinstance(value, (tuple, list)):
+        return [memoryview(part).cast("B") for part in value]
+    return [memoryview(value).cast("B")]
+
+
+def _length(parts):
+    return sum(len(part) for part in parts)
+
+
+def _joined(parts):
+    """One buffer for RESP (a copy only when there are several parts)."""
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _fill(slot, parts):
     if slot.time_left() <= 0:
         raise TimeoutError(f"lease {slot.lease} ran out before the value was written")
-    slot.view[:] = data
+    at = 0
+    for part in parts:
+        slot.view[at:at + len(part)] = part
+        at += len(part)
 
 
 def _text(value):

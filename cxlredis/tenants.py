@@ -841,7 +841,7 @@ class Tenants:
         arena = self.arenas.by_name.get(name)
         if arena is not None:
             fields += [("arena_path", arena.path), ("arena_size", arena.size),
-                       ("arena_group", tenant.arena_group or "")]
+                       ("arena_group", tenant.arena_group or ""), ("arena_recovery", arena.recovery)]
         return fields
 
     def names(self):

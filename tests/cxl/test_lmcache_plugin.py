@@ -68,6 +68,13 @@ for h in range(6):
 out["digests"] = got
 out["prefix"] = [digest(memoryview(o.byte_array).cast("B"))
                  for o in run(conn.batched_get_non_blocking("lookup", [key(h) for h in (0, 1, 9, 2)]))]
+stored = []
+for h in (20, 21, 22):
+    obj = cpu.allocate(inner.meta_shapes, inner.meta_dtypes, inner.meta_fmt)
+    memoryview(obj.byte_array).cast("B")[:] = payload(h, 1, g.nbytes)
+    stored.append(obj)
+run(conn.batched_put([key(h) for h in (20, 21, 22)], stored))
+out["batched_put"] = [digest(memoryview(o.byte_array).cast("B")) for o in run(conn.batched_get_non_blocking("put", [key(h) for h in (20, 21, 22)]))]
 batched = run(conn.batched_get([key(h) for h in (3, 7, 0)]))
 out["batched"] = [None if o is None else digest(memoryview(o.byte_array).cast("B")) for o in batched]
 for o in batched:
@@ -107,11 +114,11 @@ def check(out):
     assert out["digests"] == expected + [None, None]
     assert out["prefix"] == expected[:2]
     assert out["batched"] == [expected[3], None, expected[0]]
+    assert out["batched_put"] == [expected_digest(h, 1, SMALL_CHUNK.nbytes) for h in (20, 21, 22)]
 
 
-def mgetref_calls(server):
-    stats = unix_client(server).info("commandstats")
-    return stats.get("cmdstat_cxl|mgetref", {}).get("calls", 0)
+def calls(server, command):
+    return unix_client(server).info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
 
 
 @pytest.mark.parametrize("save_chunk_meta", [True, False])
@@ -121,7 +128,8 @@ def test_plugin_through_the_mapping(server, save_chunk_meta):
     out = drive(f"unix://{server.unixsocket}", save_chunk_meta=save_chunk_meta)
     assert out["mapped"] is True
     check(out)
-    assert mgetref_calls(server) == 2             # each batched read: one round trip
+    assert calls(server, "cxl|mgetref") == 3      # each batched read: one round trip
+    assert calls(server, "cxl|commit") == 7 and calls(server, "set") == 0   # every put mapped
 
 
 def test_plugin_over_resp_with_an_instance_name(server):
@@ -129,7 +137,7 @@ def test_plugin_over_resp_with_an_instance_name(server):
     out = drive(f"redis://127.0.0.1:{server.port}/0", plugin="cxlredis.tier2")
     assert out["mapped"] is False
     check(out)
-    assert unix_client(server).dbsize() == 4          # one key per chunk
+    assert unix_client(server).dbsize() == 7          # one key per chunk
 
 
 def test_plugin_maps_a_tenants_own_arena():
@@ -144,7 +152,7 @@ def test_plugin_maps_a_tenants_own_arena():
         assert out["mapped"] is True
         check(out)
         with unix_client(srv, username="lm", password=PASSWORD) as tenant:
-            assert tenant.dbsize() == 4
+            assert tenant.dbsize() == 7
             assert tenant.execute_command("CXL", "INFO")[b"backing-path"].decode().endswith(
                 "a.tenant-infer.arena")
         with unix_client(srv, username="admin", password=PASSWORD) as admin:

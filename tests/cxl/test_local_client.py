@@ -142,6 +142,13 @@ def test_a_rewrite_does_not_touch_a_held_view_and_marks_it_changed(kv):
     ref2.release()
 
 
+def test_parts_through_the_mapping(kv, server):
+    admin = unix_client(server)
+    admin.config_resetstat()
+    check_parts(kv)
+    assert cxl_calls(admin)["commit"] == 3 and "cmdstat_set" not in admin.info("commandstats")
+
+
 def test_mget_and_mset(kv):
     items = {f"k{n}".encode(): os.urandom(n * 1000 + 1) for n in range(5)}
     kv.mset(items, px=60_000)
@@ -356,6 +363,16 @@ def check_resp_fallback(client):
     with pytest.raises(ValueError, match="does not fit buffer 1"):
         client.mget_into([b"g", b"f"], buffers[:2])
     assert 0 < client.redis.ttl(b"g") <= 50
+    check_parts(client)
+
+
+def check_parts(client):
+    """A value given as parts is stored as their concatenation, by set and mset."""
+    tensor = numpy.arange(1000, dtype=numpy.float32)
+    client.set(b"p", (b"head:", tensor))
+    client.mset({b"q": [b"a", b"bc", memoryview(b"def")], b"r": (tensor,)})
+    assert client.get_bytes(b"p") == b"head:" + tensor.tobytes()
+    assert client.get_bytes(b"q") == b"abcdef" and client.get_bytes(b"r") == tensor.tobytes()
 
 
 def test_tcp_peer_without_a_password_falls_back(server):

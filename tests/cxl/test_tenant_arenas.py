@@ -78,8 +78,8 @@ def test_declared_tenant_gets_a_file_of_its_own(server, admin):
     st = os.stat(path)
     assert st.st_mode & 0o777 == 0o600 and st.st_size == size_for(16 * MiB)
     fields = tenant_info(admin, "acme")
-    assert (fields["arena"], fields["arena_path"], fields["arena_size"], fields["arena_group"]) == (
-        "own", path, st.st_size, "")
+    assert (fields["arena"], fields["arena_path"], fields["arena_size"], fields["arena_group"],
+            fields["arena_recovery"]) == ("own", path, st.st_size, "", "new")
     assert fields["quota"] == 16 * MiB and fields["policy"] == "allkeys-lru"
     assert tenant_info(admin, "team")["arena"] == "shared" and "arena_path" not in tenant_info(admin, "team")
     assert [n.decode() for n in admin.execute_command("TENANT", "LIST")] == ["default", "team", "acme"]

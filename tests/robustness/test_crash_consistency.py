@@ -370,7 +370,9 @@ def info_field(client, section: str, name: str):
     return client.info(section)[name]
 
 
-def crash_cycles(server, seed: int, evicting: bool) -> dict:
+def crash_cycles(server, seed: int, evicting: bool, tenant: str | None = None) -> dict:
+    """Kill -9 cycles under the writers; `tenant`: the writers' (the default user's) tenant
+    has an arena of its own, which must be rebuilt after each kill too."""
     def fail(message: str):
         pytest.fail(f"[seed {seed}] {message}", pytrace=False)
 
@@ -402,6 +404,11 @@ def crash_cycles(server, seed: int, evicting: bool) -> dict:
             recovery = info_field(client, "persistence", "arena_recovery")
             if recovery != "rebuilt":
                 fail(f"cycle {cycle}: arena_recovery is {recovery!r} after SIGKILL")
+            if tenant is not None:
+                fields = client.execute_command("TENANT", "INFO", tenant)
+                recovery = dict(zip(fields[0::2], fields[1::2]))[b"arena_recovery"]
+                if recovery != b"rebuilt":
+                    fail(f"cycle {cycle}: the tenant's arena was {recovery!r} after SIGKILL")
             arena_problems = client.execute_command("DEBUG", "ARENA-CHECK")
             if arena_problems:
                 fail(f"cycle {cycle}: DEBUG ARENA-CHECK after restart: {arena_problems[:10]}")
@@ -451,6 +458,19 @@ def test_kill9_during_concurrent_writes_never_tears_values(cxl_factory):
     report("defaults", seed, totals, started)
     assert totals["evicted"] == 0, f"[seed {seed}] eviction ran in the no-eviction scenario"
     assert totals["keys_present"] > 0
+
+
+def test_kill9_in_a_tenants_own_arena_never_tears_values(cxl_factory):
+    """The same writers as the tenant of an arena of its own (ARENA own): two arenas are
+    rebuilt after every kill, and the tenant's values are whole and its own."""
+    seed = pick_seed()
+    started = time.monotonic()
+    server = cxl_factory(arena_size="64mb", tenant="crash quota 200mb arena own users default")
+    totals = crash_cycles(server, seed, evicting=False, tenant="crash")
+    report("own arena", seed, totals, started)
+    assert totals["keys_present"] > 0
+    with server.client() as client:
+        assert client.execute_command("TENANT", "WHOAMI") == b"crash"
 
 
 def test_kill9_during_eviction_never_tears_values(cxl_factory):
