@@ -52,6 +52,11 @@ class Leases:
         self.by_owner = {}               # client id -> set of lease ids
         self._schedule = []              # heap of (frees, id); released leases are skipped
         self._ids = itertools.count(1)
+        # Since start, by kind: leases granted, and leases that ran out instead of being
+        # released (a client that died, stalled or forgot them); slots committed.
+        self.granted = {REF: 0, SLOT: 0}
+        self.expired = {REF: 0, SLOT: 0}
+        self.commits = 0
 
     @property
     def lease_ms(self):
@@ -64,6 +69,7 @@ class Leases:
         lease = Lease(next(self._ids), kind, store, off, owner, now + period,
                       now + period * (2 if kind == SLOT else 1))
         self.by_id[lease.id] = lease
+        self.granted[kind] += 1
         self.by_owner.setdefault(owner, set()).add(lease.id)
         heapq.heappush(self._schedule, (lease.frees, lease.id))
         return lease
@@ -103,6 +109,7 @@ class Leases:
 
     def committed(self, lease):
         """A slot's block now belongs to the index: end the lease without freeing it."""
+        self.commits += 1
         lease.key = None
         self.end(lease)
 
@@ -119,13 +126,23 @@ class Leases:
             _, lease_id = heapq.heappop(schedule)
             lease = self.by_id.get(lease_id)
             if lease is not None:
+                self.expired[lease.kind] += 1
                 self.end(lease)
 
     def arenas(self):
         """The arenas some lease still refers to."""
         return {lease.store.arena for lease in self.by_id.values()}
 
-    def counts(self, arena):
-        """(references, slots) held on `arena`."""
-        kinds = [lease.kind for lease in self.by_id.values() if lease.store.arena is arena]
+    def info_lines(self):
+        """INFO arena's lease lines: held now, and counters since start."""
+        refs, slots = self.counts()
+        return [("cxl_leases_refs", refs), ("cxl_leases_slots", slots),
+                ("cxl_refs_granted", self.granted[REF]), ("cxl_slots_granted", self.granted[SLOT]),
+                ("cxl_refs_expired", self.expired[REF]), ("cxl_slots_expired", self.expired[SLOT]),
+                ("cxl_slots_committed", self.commits)]
+
+    def counts(self, arena=None):
+        """(references, slots) held on `arena` (None: on any arena)."""
+        kinds = [lease.kind for lease in list(self.by_id.values())   # (the metrics thread too)
+                 if arena is None or lease.store.arena is arena]
         return kinds.count(REF), kinds.count(SLOT)

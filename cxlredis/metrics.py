@@ -240,7 +240,7 @@ def _arena(s):
     ]
     lines += [(f"arena_{k}", f"{v:.4f}" if isinstance(v, float) else v)
               for k, v in st.items() if k != "policy"]
-    return lines
+    return lines + s.leases.info_lines()
 
 
 def _tenants(s, client):

@@ -13,6 +13,7 @@ import time
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+from .leases import REF, SLOT
 from .metrics import LATENCY_BUCKETS
 
 log = logging.getLogger("cxlredis")
@@ -123,6 +124,25 @@ class ServerCollector:
         yield GaugeMetricFamily("cxlredis_arena_fragmentation_ratio",
                                 "1 - largest free block / free bytes (0: the free space is one block).",
                                 value=arena["fragmentation"])
+        yield from self._leases(server.leases)
+
+    @staticmethod
+    def _leases(leases):
+        held = GaugeMetricFamily("cxlredis_cxl_leases", "Leases co-located clients hold now.",
+                                 labels=["kind"])
+        granted = CounterMetricFamily("cxlredis_cxl_leases_granted", "Leases granted.", labels=["kind"])
+        expired = CounterMetricFamily("cxlredis_cxl_leases_expired",
+                                      "Leases that ran out instead of being released (clients that "
+                                      "died, stalled or forgot them).", labels=["kind"])
+        for kind, count in zip((REF, SLOT), leases.counts()):
+            held.add_metric([kind], count)
+            granted.add_metric([kind], leases.granted[kind])
+            expired.add_metric([kind], leases.expired[kind])
+        yield held
+        yield granted
+        yield expired
+        yield CounterMetricFamily("cxlredis_cxl_slots_committed",
+                                  "Reservations committed as values.", value=leases.commits)
 
     def _tenants(self, server):
         families = {}

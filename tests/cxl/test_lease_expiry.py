@@ -8,8 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import free_port
 from cxl_helpers import cxl_server, info, unix_client
 
 REPO = str(Path(__file__).resolve().parents[2])
@@ -86,4 +90,39 @@ def test_leases_of_a_killed_client_hold_until_they_expire():
             holder.kill()
             holder.wait()
         r.close()
+        server.close()
+
+
+def test_lease_counters_in_info_and_metrics():
+    """What operators watch for leaking clients: leases held, granted, and those that ran
+    out instead of being released, in INFO arena and in the Prometheus exposition."""
+    port = free_port()
+    server = cxl_server(**{"cxl-lease-ms": 200, "metrics-port": port}).start()
+    try:
+        r = unix_client(server)
+        r.set(b"k", b"v")
+        lease = r.execute_command("CXL", "GETREF", b"k")[3]
+        r.execute_command("CXL", "RELEASE", lease)                 # released: not expired
+        r.execute_command("CXL", "MGETREF", b"k", b"k")             # two left to run out
+        slot = r.execute_command("CXL", "RESERVE", b"new", 3)[0]
+        r.execute_command("CXL", "COMMIT", slot)
+        r.execute_command("CXL", "RESERVE", b"never", 3)           # runs out, uncommitted
+        held = r.info("arena")
+        assert (held["cxl_leases_refs"], held["cxl_leases_slots"]) == (2, 1)
+        time.sleep(0.2 * 2 + 0.3)                                   # a slot is freed a period late
+        fields = r.info("arena")
+        assert {k: v for k, v in fields.items() if k.startswith("cxl_")} == {
+            "cxl_leases_refs": 0, "cxl_leases_slots": 0, "cxl_refs_granted": 3,
+            "cxl_slots_granted": 2, "cxl_refs_expired": 2, "cxl_slots_expired": 1,
+            "cxl_slots_committed": 1}
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            samples = {(s.name, s.labels.get("kind")): s.value
+                       for family in text_string_to_metric_families(response.read().decode())
+                       for s in family.samples}
+        assert samples[("cxlredis_cxl_leases", "ref")] == 0
+        assert samples[("cxlredis_cxl_leases_granted_total", "ref")] == 3
+        assert samples[("cxlredis_cxl_leases_expired_total", "ref")] == 2
+        assert samples[("cxlredis_cxl_leases_expired_total", "slot")] == 1
+        assert samples[("cxlredis_cxl_slots_committed_total", None)] == 1
+    finally:
         server.close()
