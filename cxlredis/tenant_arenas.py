@@ -3,8 +3,12 @@
 A process that maps a backing reads every byte in it, so a tenant whose users map
 values (the CXL commands, cxlredis.local) cannot share the server's arena with
 other tenants: its values live in an Arena of their own, one file per tenant, and
-the operating system keeps other tenants' processes out of it (the file is 0600,
-or 0660 with the tenant's ARENA-GROUP). docs/colocated.md gives the reasoning.
+the operating system keeps other tenants' processes out of it. The file is 0600;
+0640 with the tenant's ARENA-GROUP, whose processes then map it read-only; 0660
+with ARENA-WRITE too. Read-only is the default because a process that can write
+the file can also rewrite the arena's structures (index, headers, lists), which
+the server trusts as it walks them: a writer can take the server down, or plant
+offsets that lead it outside the arena. docs/colocated.md gives the reasoning.
 
 Such a tenant is the default keyspace (tenant 0) of its arena: its quota is the
 arena's maxmemory, its policy the arena's, its meters the arena's tenant-0
@@ -78,9 +82,9 @@ class TenantArenas:
             raise ValueError("ARENA own needs tenant-arena-dir: the server's arena is a device, "
                              "so there is no directory to put tenant arenas beside it")
 
-    def open(self, name, quota, group, *, create):
-        """Attach (create=True: create, empty) the arena of tenant `name`; returns it.
-        ValueError or ArenaError say why not."""
+    def open(self, name, quota, tenant, *, create):
+        """Attach (create=True: create, empty) the arena of tenant `name` (a Tenant: its
+        ARENA-GROUP and ARENA-WRITE); returns it. ValueError or ArenaError say why not."""
         self.check_name(name)
         check_quota(name, quota)
         path = self.path(name)
@@ -98,7 +102,7 @@ class TenantArenas:
                       numa_node=self.config["arena-numa-node"])
         try:
             self._check_capacity(name, arena, quota)
-            self.set_group(arena, group)
+            self.set_access(arena, tenant)
         except BaseException:
             arena.close(clean=True)
             if create:
@@ -129,11 +133,20 @@ class TenantArenas:
         self.by_name[name].policy = policy or self.config["maxmemory-policy"]
 
     @staticmethod
-    def set_group(arena, group):
-        """0660 and the group's for a tenant with ARENA-GROUP, 0600 otherwise."""
-        if group is not None:
-            os.chown(arena.path, -1, group_id(group))
-        os.chmod(arena.path, 0o660 if group is not None else 0o600)
+    def mode(tenant):
+        if tenant.arena_group is None:
+            return 0o600
+        return 0o660 if tenant.arena_write else 0o640
+
+    def set_access(self, arena, tenant):
+        """The file's group and mode for the tenant's ARENA-GROUP and ARENA-WRITE."""
+        if tenant.arena_group is not None:
+            os.chown(arena.path, -1, group_id(tenant.arena_group))
+        os.chmod(arena.path, self.mode(tenant))
+
+    def describe_access(self, tenant):
+        group = f", group {tenant.arena_group}" if tenant.arena_group else ""
+        return f"{self.mode(tenant):04o}{group}"
 
     def retire(self, name):
         """Delete tenant `name`'s arena: drop its keys, unlink the file, keep the mapping

@@ -61,7 +61,7 @@ log = logging.getLogger("cxlredis")
 INHERIT = "inherit"                 # POLICY inherit: follow the server's maxmemory-policy
 FILE_VERSION = 1
 LIST_SETTINGS = ("users", "shared-read", "shared-write")
-SETTINGS = ("quota", "policy", "arena", "arena-group") + LIST_SETTINGS
+SETTINGS = ("quota", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
 ARENAS = ("shared", "own")           # ARENA: the server's arena, or a backing of the tenant's own
 
 
@@ -95,7 +95,7 @@ def parse_settings(args) -> dict:
         word = as_text(args[i]).lower()
         if word not in SETTINGS:
             raise ValueError(f"unknown tenant setting '{as_text(args[i])}' (expected QUOTA, POLICY, "
-                             f"ARENA, ARENA-GROUP, USERS, SHARED-READ or SHARED-WRITE)")
+                             f"ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE)")
         if word in settings:
             raise ValueError(f"{word.upper()} given twice")
         i += 1
@@ -122,6 +122,11 @@ def parse_settings(args) -> dict:
             settings[word] = None if value.lower() == "none" else value
             if settings[word] is not None:
                 group_id(value)
+        elif word == "arena-write":
+            if value.lower() not in ("yes", "no"):
+                raise ValueError(f"invalid ARENA-WRITE '{value}': yes (the group may map the arena "
+                                 f"read-write) or no (read-only, the default)")
+            settings[word] = value.lower() == "yes"
         elif word == "quota":
             try:
                 settings[word] = parse_memory(value)
@@ -162,6 +167,7 @@ class Tenant:
     declared: bool = False                             # by a `tenant` line of the config file
     arena: str = "shared"                              # ARENA: where its values live
     arena_group: str | None = None                     # ARENA-GROUP: who may map an own arena
+    arena_write: bool = False                          # ARENA-WRITE: ...read-write, not read-only
 
     @property
     def own_arena(self):
@@ -173,10 +179,11 @@ class Tenant:
         self.shared_write = list(settings.get("shared-write", self.shared_write))
         self.arena = settings.get("arena", self.arena)
         self.arena_group = settings.get("arena-group", self.arena_group)
+        self.arena_write = settings.get("arena-write", self.arena_write)
 
     def copy(self):
         return Tenant(self.name, list(self.users), list(self.shared_read), list(self.shared_write),
-                      self.declared, self.arena, self.arena_group)
+                      self.declared, self.arena, self.arena_group, self.arena_write)
 
 
 # ---------------------------------------------------------------- a tenant's keyspace with grants
@@ -507,7 +514,7 @@ class Tenants:
                             f"tenant '{name}' has ARENA own, but its keys are in the server's arena: "
                             f"values cannot move between arenas (declare it ARENA shared, or TENANT "
                             f"DELETE it first)")
-                    self.arenas.open(name, record["quota"], record["tenant"].arena_group, create=False)
+                    self.arenas.open(name, record["quota"], record["tenant"], create=False)
                     self.arenas.set_policy(name, record["policy"])
                 elif tenant_id is None:
                     self.arena.create_tenant(name, record["quota"], record["policy"])
@@ -558,7 +565,7 @@ class Tenants:
                 tenant = Tenant(name, [as_bytes(u) for u in entry["users"]],
                                 [check_name(t) for t in entry["shared_read"]],
                                 [check_name(t) for t in entry["shared_write"]], bool(entry["declared"]),
-                                arena, entry.get("arena_group"))
+                                arena, entry.get("arena_group"), bool(entry.get("arena_write")))
                 records[name] = {"tenant": tenant, "quota": int(entry["quota"]), "policy": policy}
         except (KeyError, TypeError, ValueError) as e:
             raise StartupError(f"the tenants file {self.path} is malformed: {e!r}") from None
@@ -581,6 +588,9 @@ class Tenants:
             if tenant.arena_group is not None and not tenant.own_arena:
                 raise ValueError(f"tenant '{tenant.name}' has ARENA shared: ARENA-GROUP is for a "
                                  f"tenant with ARENA own")
+            if tenant.arena_write and tenant.arena_group is None:
+                raise ValueError(f"tenant '{tenant.name}': ARENA-WRITE needs ARENA-GROUP (without a "
+                                 f"group only the server's own user may open the file)")
             grants = tenant.shared_read + tenant.shared_write
             if grants and tenant.own_arena:
                 raise ValueError(f"tenant '{tenant.name}' has ARENA own: shared namespaces are in the "
@@ -632,6 +642,7 @@ class Tenants:
                 "declared": tenant.declared,
                 "arena": tenant.arena,
                 "arena_group": tenant.arena_group,
+                "arena_write": tenant.arena_write,
             })
         content = json.dumps({"version": FILE_VERSION, "tenants": entries}, indent=1) + "\n"
         write_atomically(self.path, content.encode())
@@ -712,7 +723,7 @@ class Tenants:
         self._checked(tenants, name)
         try:
             if tenant.own_arena:
-                self.arenas.open(name, settings.get("quota", 0), tenant.arena_group, create=True)
+                self.arenas.open(name, settings.get("quota", 0), tenant, create=True)
                 self.arenas.set_policy(name, settings.get("policy"))
             else:
                 tenant_id = self.arena.create_tenant(name, settings.get("quota", 0),
@@ -745,7 +756,7 @@ class Tenants:
         self._checked(tenants, name)
         old = self.stats(name)
         old_policy = None if old["policy_inherited"] else old["policy"]
-        old_group = self.tenants[name].arena_group
+        old_access = self.tenants[name].arena_group, self.tenants[name].arena_write
         # in the arena first: the tenants file copies quota and policy from there
         try:
             self._apply_limits(name, tenant, settings.get("quota", old["quota"]),
@@ -758,9 +769,9 @@ class Tenants:
         except CommandError:
             self._apply_limits(name, self.tenants[name], old["quota"], old_policy)
             raise
-        if tenant.arena_group != old_group:
+        if (tenant.arena_group, tenant.arena_write) != old_access:
             log.notice("Tenant '%s': its arena %s is now mode %s", name, self.arenas.path(name),
-                       f"0660, group {tenant.arena_group}" if tenant.arena_group else "0600")
+                       self.arenas.describe_access(tenant))
         self._activate(tenants)
 
     def _apply_limits(self, name, tenant, quota, policy):
@@ -768,7 +779,7 @@ class Tenants:
         if tenant.own_arena:
             self.arenas.set_quota(name, quota)
             self.arenas.set_policy(name, policy)
-            self.arenas.set_group(self.arenas.by_name[name], tenant.arena_group)
+            self.arenas.set_access(self.arenas.by_name[name], tenant)
         else:
             tenant_id = self.tenant_id(name)
             self.arena.set_tenant_quota(tenant_id, quota)
@@ -841,7 +852,9 @@ class Tenants:
         arena = self.arenas.by_name.get(name)
         if arena is not None:
             fields += [("arena_path", arena.path), ("arena_size", arena.size),
-                       ("arena_group", tenant.arena_group or ""), ("arena_recovery", arena.recovery)]
+                       ("arena_group", tenant.arena_group or ""),
+                       ("arena_write", "yes" if tenant.arena_write else "no"),
+                       ("arena_recovery", arena.recovery)]
         return fields
 
     def names(self):
@@ -879,6 +892,8 @@ class Tenants:
                 words += ["arena", "own"]
                 if tenant.arena_group:
                     words += ["arena-group", _config_word(tenant.arena_group)]
+                if tenant.arena_write:
+                    words += ["arena-write", "yes"]
             for keyword, values in (("users", [as_text(u) for u in tenant.users]),
                                     ("shared-read", tenant.shared_read),
                                     ("shared-write", tenant.shared_write)):

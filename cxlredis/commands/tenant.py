@@ -15,13 +15,14 @@ from .connection import reply_help
 TENANT_HELP = (
     "TENANT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CREATE <name> [QUOTA <bytes>] [POLICY <policy>] [ARENA SHARED|OWN]",
-    "       [ARENA-GROUP <group>|NONE] [USERS <user> ...]",
+    "       [ARENA-GROUP <group>|NONE] [ARENA-WRITE YES|NO] [USERS <user> ...]",
     "       [SHARED-READ <tenant> ...] [SHARED-WRITE <tenant> ...]",
     "    Create a tenant: a key namespace with a memory quota (0: none), an eviction",
     "    policy (inherit: the server's maxmemory-policy), its users, and the shared",
     "    namespaces reads fall through to or '<tenant>:' keys are written to.",
     "    ARENA OWN keeps its values in an arena file of its own, which its users may",
-    "    map (mode 0600, or 0660 and ARENA-GROUP's group); it needs a QUOTA.",
+    "    map; it needs a QUOTA. Mode 0600, or 0640 and ARENA-GROUP's group (who map",
+    "    it read-only), or 0660 with ARENA-WRITE YES (who also write through it).",
     "DELETE <name>",
     "    Delete a tenant and all its keys; its users' connections are closed.",
     "INFO <name>",
@@ -31,7 +32,8 @@ TENANT_HELP = (
     "RESETSTAT <name>",
     "    Reset a tenant's meters (its keys and bytes stay).",
     "SET <name> [QUOTA <bytes>] [POLICY <policy>] [ARENA-GROUP <group>|NONE]",
-    "    [USERS <user> ...] [SHARED-READ <tenant> ...] [SHARED-WRITE <tenant> ...]",
+    "    [ARENA-WRITE YES|NO] [USERS <user> ...] [SHARED-READ <tenant> ...]",
+    "    [SHARED-WRITE <tenant> ...]",
     "    Change the settings given; a list given replaces the old one (ARENA is",
     "    fixed at creation).",
     "WHOAMI",
@@ -88,8 +90,8 @@ def cmd_tenant_set(c, argv):
     _for_administrators(c, argv)
     name, settings = _name(argv[2]), _settings(argv[3:])
     if not settings:
-        raise CommandError("ERR TENANT SET needs at least one of QUOTA, POLICY, ARENA-GROUP, USERS, "
-                           "SHARED-READ or SHARED-WRITE")
+        raise CommandError("ERR TENANT SET needs at least one of QUOTA, POLICY, ARENA-GROUP, "
+                           "ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE")
     c.server.tenants.update(name, settings)
     c.server.audit.record(c, "tenant_set", name=name, **_audited(settings))
     c.reply.ok()

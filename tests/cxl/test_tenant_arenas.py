@@ -146,6 +146,8 @@ def test_settings_that_cannot_hold_are_refused(server, admin):
         (("SET", "acme", "ARENA", "shared"), "values cannot move between arenas"),
         (("SET", "team", "ARENA", "own"), "values cannot move between arenas"),
         (("SET", "acme", "QUOTA", "0"), "tenant 'acme' needs a QUOTA to have ARENA own"),
+        (("SET", "acme", "ARENA-WRITE", "maybe"), "invalid ARENA-WRITE 'maybe'"),
+        (("SET", "acme", "ARENA-WRITE", "yes"), "tenant 'acme': ARENA-WRITE needs ARENA-GROUP"),
     ]
     for args, message in cases:
         with pytest.raises(redis.ResponseError, match=re.escape(message)):
@@ -181,12 +183,22 @@ def test_created_tenant_persists_and_is_rewritten(server, admin):
                           "ARENA-GROUP", str(GROUP_A), "USERS", "beta-user")
     path = tenant_path(server, "gamma")
     st = os.stat(path)
-    assert st.st_mode & 0o777 == 0o660 and (os.geteuid() != 0 or st.st_gid == GROUP_A)
+    assert st.st_mode & 0o777 == 0o640 and (os.geteuid() != 0 or st.st_gid == GROUP_A)  # read-only
+    assert tenant_info(admin, "gamma")["arena_write"] == "no"
     with as_user(server, "beta-user") as beta:
         beta.set("g", b"gamma's")
+    admin.execute_command("TENANT", "SET", "gamma", "ARENA-WRITE", "yes")
+    assert os.stat(path).st_mode & 0o777 == 0o660 and tenant_info(admin, "gamma")["arena_write"] == "yes"
     saved = {t["name"]: t for t in json.loads((server.dir / "tenants.json").read_text())["tenants"]}
-    assert (saved["gamma"]["arena"], saved["gamma"]["arena_group"]) == ("own", str(GROUP_A))
-    admin.execute_command("TENANT", "SET", "gamma", "ARENA-GROUP", "none")
+    assert (saved["gamma"]["arena"], saved["gamma"]["arena_group"], saved["gamma"]["arena_write"]) == (
+        "own", str(GROUP_A), True)
+    admin.execute_command("CONFIG", "REWRITE")
+    assert (f"tenant gamma quota 8mb arena own arena-group {GROUP_A} arena-write yes users beta-user"
+            in (server.dir / "cxlredis.conf").read_text())
+    with pytest.raises(redis.ResponseError, match="ARENA-WRITE needs ARENA-GROUP"):
+        admin.execute_command("TENANT", "SET", "gamma", "ARENA-GROUP", "none")
+    assert os.stat(path).st_mode & 0o777 == 0o660                 # refused: nothing changed
+    admin.execute_command("TENANT", "SET", "gamma", "ARENA-GROUP", "none", "ARENA-WRITE", "no")
     assert os.stat(path).st_mode & 0o777 == 0o600
     admin.execute_command("CONFIG", "REWRITE")
     assert "tenant gamma quota 8mb arena own users beta-user" in (server.dir / "cxlredis.conf").read_text()
@@ -254,11 +266,13 @@ def test_deleted_tenant_arena_is_unmapped_when_its_last_lease_ends(server, admin
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a process as another uid")
 def test_the_operating_system_keeps_other_tenants_out(tmp_path):
-    """A process of tenant A's group (and not root) maps A's arena, and can open neither
-    B's nor the server's; over the unix socket B's user is told why it is not mapped."""
+    """A process of tenant A's group (and not root) maps A's arena read-only, may not
+    write it, and can open neither B's arena nor the server's; over the unix socket B's
+    user is told why it is not mapped. A process of B's group, whose tenant has
+    ARENA-WRITE, also writes through the mapping."""
     srv = cxl_server(USERS + [
         f"tenant acme quota 8mb arena own arena-group {GROUP_A} users acme-user",
-        f"tenant beta quota 8mb arena own arena-group {GROUP_B} users beta-user"],
+        f"tenant beta quota 8mb arena own arena-group {GROUP_B} arena-write yes users beta-user"],
         unixsocketperm="777")
     os.chmod(srv.dir, 0o755)                        # the other uid must reach the socket
     try:
@@ -266,28 +280,46 @@ def test_the_operating_system_keeps_other_tenants_out(tmp_path):
         with as_user(srv, "acme-user") as acme:
             acme.set("a", b"acme's value")
 
+        def opens(path, flags):
+            try:
+                os.close(os.open(path, flags))
+                return "opened"
+            except PermissionError:
+                return "denied"
+
         def in_tenant_a_group():
-            results = {}
-            for label, path in (("own", tenant_path(srv, "acme")), ("other", tenant_path(srv, "beta")),
-                                ("server", srv.arena_path)):
-                try:
-                    os.close(os.open(path, os.O_RDWR))
-                    results[label] = "opened"
-                except PermissionError:
-                    results[label] = "denied"
+            results = {label: (opens(path, os.O_RDONLY), opens(path, os.O_RDWR))
+                       for label, path in (("own", tenant_path(srv, "acme")),
+                                           ("other", tenant_path(srv, "beta")),
+                                           ("server", srv.arena_path))}
             with local(srv, username="acme-user", password=PASSWORD) as kv:
                 results["acme mapped"] = kv.mapped
                 results["acme value"] = kv.get_bytes(b"a").decode()
+                kv.set(b"b", b"written over RESP")                 # no write mapping: RESP
+                results["acme write"] = (kv.why_not_writable, kv.get_bytes(b"b").decode())
             with local(srv, username="beta-user", password=PASSWORD) as kv:
                 results["beta mapped"] = kv.mapped
                 results["beta why"] = kv.why_not_mapped
             return results
 
+        def in_tenant_b_group():
+            with local(srv, username="beta-user", password=PASSWORD) as kv:
+                kv.set(b"c", b"written through the mapping")
+                return {"mapped": kv.mapped, "why not writable": kv.why_not_writable,
+                        "value": kv.get_bytes(b"c").decode()}
+
         results = run_as(NOBODY, [GROUP_A], in_tenant_a_group)
-        assert results["own"] == "opened" and results["other"] == "denied"
-        assert results["server"] == "denied"
+        assert results["own"] == ["opened", "denied"]
+        assert results["other"] == results["server"] == ["denied", "denied"]
         assert results["acme mapped"] is True and results["acme value"] == "acme's value"
+        why_not, value = results["acme write"]
+        assert "Permission denied" in why_not and value == "written over RESP"
         assert results["beta mapped"] is False and "Permission denied" in results["beta why"]
+        with as_user(srv, "admin") as admin:
+            admin.config_resetstat()
+            assert run_as(NOBODY, [GROUP_B], in_tenant_b_group) == {
+                "mapped": True, "why not writable": "", "value": "written through the mapping"}
+            assert admin.info("commandstats")["cmdstat_cxl|commit"]["calls"] == 1
     finally:
         srv.close()
 

@@ -132,7 +132,7 @@ ERRORS = [
      "volatile-random, volatile-ttl, allkeys-lfu, volatile-lfu, or inherit (the server's "
      "maxmemory-policy)"),
     (("CREATE", "n", "SIZE", "1"), "ERR unknown tenant setting 'SIZE' (expected QUOTA, POLICY, "
-                                   "ARENA, ARENA-GROUP, USERS, SHARED-READ or SHARED-WRITE)"),
+                                   "ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE)"),
     (("CREATE", "n", "QUOTA"), "ERR QUOTA needs a value"),
     (("CREATE", "n", "QUOTA", "1", "quota", "2"), "ERR QUOTA given twice"),
     (("CREATE", "n", "USERS", "alice"), "ERR user 'alice' already belongs to tenant 'team-a'"),
@@ -165,7 +165,7 @@ def test_errors(admin):
         assert reply == (f"-{expected}\r\n".encode() if expected else b"+OK\r\n"), args
     assert admin.request("TENANT", "LIST") == b"*3\r\n$7\r\ndefault\r\n$6\r\nteam-a\r\n$6\r\nteam-b\r\n"
     help_lines = admin.request("TENANT", "HELP")
-    assert help_lines.startswith(b"*25\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
+    assert help_lines.startswith(b"*27\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
 
 
 def test_quota_and_policy_changes_apply_to_the_next_write(server, admin):
