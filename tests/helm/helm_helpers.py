@@ -19,12 +19,12 @@ is required the same way.
 ``project(docs, volume, directory, external=None)``  lay out a projected volume
     as the kubelet would, from the rendered ConfigMaps and Secrets, or for
     Secrets made outside the chart from ``external`` ({name: {key: bytes}}).
-``server_config(docs, tmp_path, external=None) -> Path``  the server's config
-    volume projected into tmp_path/etc-cxlredis, with the mount path in
-    cxlredis.conf pointing there, and the node directories the pod mounts
-    (hostPath volumes but the arena's, whose path the tests replace as for
-    every backing) made at ``node_directory(tmp_path, host path)``; returns
-    the cxlredis.conf path.
+``server_config(docs, tmp_path, external=None, node_root=None) -> Path``  the
+    server's config volume projected into tmp_path/etc-cxlredis, with the mount
+    path in cxlredis.conf pointing there, and the node directories the pod
+    mounts (hostPath volumes but the arena's, whose path the tests replace as
+    for every backing) made at ``node_directory(node_root or tmp_path, host
+    path)``; returns the cxlredis.conf path.
 ``node_directory(tmp_path, host_path) -> Path``  the stand-in of a node directory.
 ``probe_socket(docs) -> str``  the unix socket the readiness probe connects to.
 ``load_config(docs, tmp_path, external=None) -> Config``  that file through the
@@ -186,7 +186,8 @@ def probe_socket(docs) -> str:
     return command[command.index("--unixsocket") + 1]
 
 
-def server_config(docs, tmp_path: Path, external: dict | None = None) -> Path:
+def server_config(docs, tmp_path: Path, external: dict | None = None,
+                  node_root: Path | None = None) -> Path:
     container = server_container(docs)
     mount_paths = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in server_pod_spec(docs)["volumes"]}
@@ -196,7 +197,7 @@ def server_config(docs, tmp_path: Path, external: dict | None = None) -> Path:
     text = conf.read_text().replace(mount_paths["config"] + "/", f"{directory}/")
     for name, volume in volumes.items():
         if "hostPath" in volume and volume["hostPath"]["type"] == "Directory" and name != "arena":
-            node = node_directory(tmp_path, volume["hostPath"]["path"])
+            node = node_directory(node_root or tmp_path, volume["hostPath"]["path"])
             node.mkdir(parents=True, exist_ok=True)
             # The mount path as a whole argument, or as the directory of one.
             text = re.sub(rf"(?<= ){re.escape(mount_paths[name])}(?=/|$)", str(node), text, flags=re.M)

@@ -459,16 +459,18 @@ def test_colocated():
     assert (lines["unixsocket"], lines["unixsocketperm"], lines["tenant-arena-dir"]) == (
         "/run/cxlredis/cxlredis.sock", "770", "/run/cxlredis")
     tenant_lines = [line for line in users_conf(docs).splitlines() if line.startswith("tenant ")]
-    assert tenant_lines == ["tenant team-c quota 64mb arena own users carol",
-                            "tenant team-d quota 32mb arena own arena-group 3001 users dave"]
+    assert tenant_lines == [
+        "tenant team-c quota 64mb arena own users carol",
+        "tenant team-d quota 32mb arena own arena-group 3001 users dave",
+        "tenant team-e quota 16mb arena own arena-group 3002 arena-write yes users erin"]
     # The server must belong to a group to give a tenant's file to it (no CAP_CHOWN).
-    assert pod["securityContext"]["supplementalGroups"] == [3001]
+    assert pod["securityContext"]["supplementalGroups"] == [3001, 3002]
     (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["topologyKey"] == "kubernetes.io/hostname"
     assert one(docs, "StatefulSet")["spec"]["replicas"] == 2
     # The tenants' arena files on the node's tmpfs are charged to the server's container,
     # sized as the server sizes them; the shm arena and the overhead as without colocated.
-    tenant_files = (size_for(64 * MiB) + size_for(32 * MiB)) // MiB
+    tenant_files = (size_for(64 * MiB) + size_for(32 * MiB) + size_for(16 * MiB)) // MiB
     resources = server_container(docs)["resources"]
     expected = f"{1024 + 512 + tenant_files}Mi"
     assert resources["limits"]["memory"] == resources["requests"]["memory"] == expected
@@ -480,8 +482,26 @@ def test_colocated():
 def test_colocated_memory_follows_the_servers_arena_sizes(quota):
     """Redis's units (k = 1000, kb = 1024) and the server's rounding, for quotas of every form."""
     docs = render("colocated", "--set-string", f"tenants[1].quota={quota}")
-    expected = 1024 + 512 + (size_for(64 * MiB) + size_for(parse_memory(quota))) // MiB
+    expected = 1024 + 512 + (size_for(64 * MiB) + size_for(parse_memory(quota))
+                             + size_for(16 * MiB)) // MiB
     assert server_container(docs)["resources"]["limits"]["memory"] == f"{expected}Mi"
+
+
+def test_arena_write_is_rendered_only_when_true():
+    """`arena-write yes` in the word order the server writes back (after arena-group, before
+    users); an explicit false is the default (the group maps read-only), even on a shared tenant."""
+    def tenant_lines(docs):
+        return [line for line in users_conf(docs).splitlines() if line.startswith("tenant ")]
+
+    docs = render("colocated", "--set", "tenants[1].arenaWrite=true",
+                  "--set", "tenants[2].policy=allkeys-lru")
+    assert tenant_lines(docs)[1:] == [
+        "tenant team-d quota 32mb arena own arena-group 3001 arena-write yes users dave",
+        "tenant team-e quota 16mb policy allkeys-lru arena own arena-group 3002 arena-write yes users erin"]
+    docs = render("colocated", "--set", "tenants[2].arenaWrite=false")
+    assert tenant_lines(docs)[2] == "tenant team-e quota 16mb arena own arena-group 3002 users erin"
+    docs = render("tenants", "--set", "tenants[1].arenaWrite=false")
+    assert not any("arena" in line for line in tenant_lines(docs))
 
 
 def test_arena_groups_join_the_pods_supplemental_groups():
@@ -504,9 +524,13 @@ def test_colocated_notes_show_how_inference_pods_mount_it():
     assert "- {name: cxlredis, mountPath: /run/cxlredis}" in notes
     assert "supplementalGroups: [10001, <arenaGroup>]" in notes
     assert '"unix://<user>:<password>@/run/cxlredis/cxlredis.sock"' in notes
-    assert "team-d (users dave): cxlredis.tenant-team-d.arena, mode 0660, group 3001" in notes
     assert "team-c (users carol): cxlredis.tenant-team-c.arena, mode 0600" in notes
-    assert re.search(r"never run them as\s+root or as the server's UID \(10001\)", notes)
+    assert ("team-d (users dave): cxlredis.tenant-team-d.arena, mode 0640, group 3001: "
+            "its pods map it read-only") in notes
+    assert ("team-e (users erin): cxlredis.tenant-team-e.arena, mode 0660, group 3002: "
+            "its pods map it read-write") in notes
+    assert re.search(r"never run them as\s+root or as the\s+server's UID \(10001\)", notes)
+    assert re.search(r"arenaWrite lets the group write\s+the file as well", notes)
     plain = helm("install", RELEASE, CHART, *values_args("tenants"), "--namespace", NAMESPACE,
                  "--dry-run=client").stdout
     assert "Co-located access" not in plain
@@ -565,6 +589,18 @@ OWN = ["--set", "auth.users[0].name=u", "--set", "auth.users[0].rules=nopass",
     ([*OWN, "--set", "tenants[0].arena=own", "--set", "tenants[0].quota=1gb"],
      """tenant "t" has arena own, which needs colocated.enabled"""),
     (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=own",
+      "--set", "tenants[0].quota=1gb", "--set", "tenants[0].arenaWrite=true"],
+     """tenant "t": arenaWrite needs arenaGroup (without a group only the server's own user may """
+     """open the file)"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=own",
+      "--set", "tenants[0].quota=1gb", "--set-string", "tenants[0].arenaGroup=",
+      "--set", "tenants[0].arenaWrite=true"], """tenant "t": arenaWrite needs arenaGroup"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arenaWrite=true"],
+     """tenant "t" has arena shared: arenaWrite is for a tenant with arena own"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=shared",
+      "--set", "tenants[0].quota=1gb", "--set", "tenants[0].arenaWrite=true"],
+     """tenant "t" has arena shared: arenaWrite is for a tenant with arena own"""),
+    (["--set", "colocated.enabled=true", *OWN, "--set", "tenants[0].arena=own",
       "--set", "tenants[0].quota=1gb", "--set", "tenants[1].name=c",
       "--set", "tenants[0].sharedRead[0]=c"],
      """tenant "t" has arena own: shared namespaces are in the server's arena, so it can be granted none"""),
@@ -585,6 +621,8 @@ OWN = ["--set", "auth.users[0].name=u", "--set", "auth.users[0].rules=nopass",
     ([*OWN, "--set", "tenants[0].arenaGroup=none"], "/tenants/0/arenaGroup"),
     ([*OWN, "--set", "tenants[0].arenaGroup=0"], "/tenants/0/arenaGroup"),
     ([*OWN, "--set", "tenants[0].arenaGroup=team c"], "/tenants/0/arenaGroup"),
+    ([*OWN, "--set-string", "tenants[0].arenaWrite=true"], "/tenants/0/arenaWrite"),
+    ([*OWN, "--set", "tenants[0].arenaWrite=yes"], "/tenants/0/arenaWrite"),
     (["--set-string", "colocated.socketPerm=0770"], "/colocated/socketPerm"),
     (["--set", "colocated.socketPerm=770"], "/colocated/socketPerm"),       # a number, not octal text
     (["--set", "colocated.hostPath=run/cxlredis"], "/colocated/hostPath"),

@@ -13,9 +13,11 @@ import hashlib
 import json
 import os
 import posixpath
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -153,8 +155,8 @@ def test_a_bad_acl_rule_is_refused_by_the_loader(tmp_path, external):
 
 # ---------------------------------------------------------------- real servers
 
-def start_server(docs, tmp_path, external) -> ChartServer:
-    conf = server_config(docs, tmp_path, external)
+def start_server(docs, tmp_path, external, node_root) -> ChartServer:
+    conf = server_config(docs, tmp_path, external, node_root)
     rendered = Config.load([str(conf)], environ={})
     options = {"arena-size": "64mb"}
     if rendered["port"] == 0:
@@ -164,7 +166,7 @@ def start_server(docs, tmp_path, external) -> ChartServer:
     server = ChartServer(conf, options)
     # The arena's file name as the chart has it: tenant arenas are named after it.
     server.arena_path = str(server.dir / posixpath.basename(rendered["arena-path"]))
-    if Path(rendered["unixsocket"]).is_relative_to(tmp_path):      # in a node directory
+    if Path(rendered["unixsocket"]).is_relative_to(node_root):      # in a node directory
         server.unixsocket = rendered["unixsocket"]
     return server.start()
 
@@ -199,13 +201,26 @@ def run_hook(docs, tmp_path, port, external, replace=None) -> subprocess.Complet
 
 
 @pytest.fixture
-def live(tmp_path, external):
+def node_root():
+    """Where the stand-ins of node directories go: outside pytest's tmp_path (whose
+    parents are 0700) and traversable (0711) like the node's, so that a process of
+    another UID reaches the socket and the arena files as an inference pod does."""
+    root = Path(tempfile.mkdtemp(prefix="cxlnode-"))
+    root.chmod(0o711)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root)
+
+
+@pytest.fixture
+def live(tmp_path, external, node_root):
     """live(scenario) -> (docs, server, hook port); servers are stopped afterwards."""
     started = []
 
     def start(scenario):
         docs = render(scenario)
-        server = start_server(docs, tmp_path, external)
+        server = start_server(docs, tmp_path, external, node_root)
         started.append(server)
         port = server.options.get("tls-port") or server.port
         return SimpleNamespace(docs=docs, server=server, port=port,
@@ -240,7 +255,8 @@ HOOK_LINES = {
     "colocated": ["ok   default: logged in, PING, SET/GET/DEL",
                   "ok   carol: logged in, PING, SET/GET/DEL",
                   "ok   dave: logged in, PING, SET/GET/DEL",
-                  "smoke test: 3 of 3 users passed"],
+                  "ok   erin: logged in, PING, SET/GET/DEL",
+                  "smoke test: 4 of 4 users passed"],
 }
 
 
@@ -321,34 +337,123 @@ def notes_plugin_url(scenario) -> str:
     return url
 
 
-def test_colocated_tenants_map_their_own_arenas_through_the_unix_socket(live, tmp_path):
-    """What an inference pod on the node does, with the node directory a temporary one:
-    each tenant's user connects with the url the NOTES give, maps its own tenant's arena
-    file in that directory, and writes and reads a value through the mapping."""
+# An inference pod's UID: neither root nor the server's (the server runs as root here).
+POD_UID = 20001
+
+
+def as_inference_pod(groups, work):
+    """work()'s result (JSON), computed in a child process of POD_UID with these
+    supplementary groups, as an inference pod's securityContext gives them. The child is
+    forked, not started: this interpreter lives where that UID may not enter."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            try:
+                os.setgroups(groups)
+                os.setgid(POD_UID)
+                os.setuid(POD_UID)
+                answer = {"result": work()}
+            except Exception as e:
+                answer = {"error": f"{type(e).__name__}: {e}"}
+            with os.fdopen(write_end, "w") as pipe:
+                json.dump(answer, pipe)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        reply = pipe.read()
+    (_, status) = os.waitpid(pid, 0)
+    assert reply, f"the pod's process died without an answer (wait status {status})"
+    answer = json.loads(reply)
+    assert "error" not in answer, answer["error"]
+    return answer["result"]
+
+
+def write_and_read_mapped(url, node):
+    """What a tenant's inference process does: connect with the url the NOTES give, SET a
+    value (through the mapping if writable, else over the socket), read it through the
+    mapping; and which other arena files in the node directory it can open."""
+    kv = LocalClient(**client_options(url), socket_timeout=30)
+    try:
+        value = os.urandom(1 << 20)
+        kv.set(b"kv:chunk", value)
+        with kv.get(b"kv:chunk") as ref:
+            read_mapped = ref.mapped and bytes(ref.view) == value and ref.valid()
+        opened = []
+        for path in node.glob("*.arena"):
+            if str(path) != kv.info["backing-path"]:
+                try:
+                    os.close(os.open(path, os.O_RDONLY))
+                    opened.append(path.name)
+                except PermissionError:
+                    pass
+        return {"mapped": kv.mapped, "why_not_mapped": kv.why_not_mapped,
+                "backing_path": kv.info["backing-path"], "read_mapped": read_mapped,
+                "why_not_writable": kv.why_not_writable, "other_files_opened": opened}
+    finally:
+        kv.close()
+
+
+def command_calls(admin, command) -> int:
+    return admin.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+
+def test_colocated_tenants_map_their_own_arenas_through_the_unix_socket(live, node_root):
+    """What inference pods on the node do, with the node directory a temporary one: each
+    tenant's user connects with the url the NOTES give and maps its own tenant's arena file
+    in that directory. team-c's process runs as the server's user (0600); team-d's and
+    team-e's as another UID with the socket's group and their tenant's arenaGroup: team-d's
+    0640 file maps read-only (its SET goes over the socket), team-e's 0660 (arenaWrite) also
+    takes the value through the mapping (CXL COMMIT). Neither opens another tenant's file."""
     deployment = live("colocated")
-    node = node_directory(tmp_path, "/run/cxlredis")
+    node = node_directory(node_root, "/run/cxlredis")
     socket = node / "cxlredis.sock"
     assert deployment.server.unixsocket == str(socket)
     assert stat.S_ISSOCK(socket.stat().st_mode) and stat.S_IMODE(socket.stat().st_mode) == 0o770
     assert run_probe(deployment.docs, deployment.server).returncode == 0
     url = notes_plugin_url("colocated").replace("/run/cxlredis/", f"{node}/")
-    for user, password, tenant in (("carol", "carolpass", "team-c"), ("dave", "davepass", "team-d")):
-        kv = LocalClient(**client_options(url.replace("<user>:<password>", f"{user}:{password}")))
-        try:
-            assert kv.mapped, kv.why_not_mapped
-            assert kv.info["backing-path"] == str(node / f"cxlredis.tenant-{tenant}.arena")
-            value = os.urandom(1 << 20)
-            kv.set(b"kv:chunk", value)
-            with kv.get(b"kv:chunk") as ref:
-                assert ref.mapped and bytes(ref.view) == value and ref.valid()
-        finally:
-            kv.close()
-    without_group = (node / "cxlredis.tenant-team-c.arena").stat()
-    assert stat.S_IMODE(without_group.st_mode) == 0o600
-    with_group = (node / "cxlredis.tenant-team-d.arena").stat()
-    assert stat.S_IMODE(with_group.st_mode) == 0o660 and with_group.st_gid == 3001
+    socket_group = socket.stat().st_gid
+    admin = redis.Redis(port=deployment.server.port, password="adminsecret")
+    try:
+        def run(user, password, arena_group=None):
+            """(what its process saw, CXL COMMIT calls, SET calls) for a tenant's user."""
+            (commits, sets) = (command_calls(admin, "cxl|commit"), command_calls(admin, "set"))
+            user_url = url.replace("<user>:<password>", f"{user}:{password}")
+            if arena_group is None:
+                seen = write_and_read_mapped(user_url, node)
+            else:
+                seen = as_inference_pod([socket_group, arena_group],
+                                        lambda: write_and_read_mapped(user_url, node))
+            return (seen, command_calls(admin, "cxl|commit") - commits,
+                    command_calls(admin, "set") - sets)
+
+        for user, password, tenant, group in (("carol", "carolpass", "team-c", None),
+                                              ("dave", "davepass", "team-d", 3001),
+                                              ("erin", "erinpass", "team-e", 3002)):
+            (seen, commits, sets) = run(user, password, group)
+            assert seen["mapped"], seen["why_not_mapped"]
+            assert seen["backing_path"] == str(node / f"cxlredis.tenant-{tenant}.arena")
+            assert seen["read_mapped"], (tenant, seen)
+            if user == "dave":          # 0640: its group reads the file, and may not write it
+                assert "Permission denied" in seen["why_not_writable"], seen
+                assert (commits, sets) == (0, 1)
+            else:
+                assert seen["why_not_writable"] == "", seen
+                assert (commits, sets) == (1, 0)
+            if group is not None:
+                assert seen["other_files_opened"] == [], seen
+        assert admin.ping()
+    finally:
+        admin.close()
+    assert stat.S_IMODE((node / "cxlredis.tenant-team-c.arena").stat().st_mode) == 0o600
+    for tenant, mode, group in (("team-d", 0o640, 3001), ("team-e", 0o660, 3002)):
+        file = (node / f"cxlredis.tenant-{tenant}.arena").stat()
+        assert (stat.S_IMODE(file.st_mode), file.st_gid) == (mode, group), tenant
     assert sorted(p.name for p in node.iterdir()) == [
-        "cxlredis.sock", "cxlredis.tenant-team-c.arena", "cxlredis.tenant-team-d.arena"]
+        "cxlredis.sock", "cxlredis.tenant-team-c.arena", "cxlredis.tenant-team-d.arena",
+        "cxlredis.tenant-team-e.arena"]
 
 
 def test_colocated_tenants_load_as_declared(tmp_path, external):
@@ -356,4 +461,6 @@ def test_colocated_tenants_load_as_declared(tmp_path, external):
     assert config.tenants == (
         ("team-c", "quota", "64mb", "arena", "own", "users", "carol"),
         ("team-d", "quota", "32mb", "arena", "own", "arena-group", "3001", "users", "dave"),
+        ("team-e", "quota", "16mb", "arena", "own", "arena-group", "3002", "arena-write", "yes",
+         "users", "erin"),
     )

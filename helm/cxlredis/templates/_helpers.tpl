@@ -320,8 +320,13 @@ audit-log-max-files: auditLog.maxFiles
 {{- if or .sharedRead .sharedWrite -}}
 {{- fail (printf "tenants: tenant %q has arena own: shared namespaces are in the server's arena, so it can be granted none" .name) -}}
 {{- end -}}
+{{- if and .arenaWrite (eq (include "cxlredis.arenaGroup" (.arenaGroup | default "")) "") -}}
+{{- fail (printf "tenants: tenant %q: arenaWrite needs arenaGroup (without a group only the server's own user may open the file)" .name) -}}
+{{- end -}}
 {{- else if ne (include "cxlredis.arenaGroup" (.arenaGroup | default "")) "" -}}
 {{- fail (printf "tenants: tenant %q has arena shared: arenaGroup is for a tenant with arena own" .name) -}}
+{{- else if .arenaWrite -}}
+{{- fail (printf "tenants: tenant %q has arena shared: arenaWrite is for a tenant with arena own" .name) -}}
 {{- end -}}
 {{- $tenant := .name -}}
 {{- range concat (.sharedRead | default list) (.sharedWrite | default list) -}}
