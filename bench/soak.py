@@ -130,6 +130,9 @@ def probe_latency(server: Server, rng: random.Random) -> tuple[float, float]:
 
 
 def sample(server: Server, started: float, counters, rng) -> dict:
+    # counted before this sample's own connections, whose closing the server may not
+    # have seen yet when they return
+    fds = len(os.listdir(f"/proc/{server.pid}/fd"))
     memory = process_memory(server.pid, server.arena_path)
     info = server.info()
     p50, p99 = probe_latency(server, rng)
@@ -138,7 +141,7 @@ def sample(server: Server, started: float, counters, rng) -> dict:
     return {
         "t": round(time.monotonic() - started, 1),
         "rss": memory["vm_rss"], "rss_anon": memory["rss_anon"], "rss_shmem": memory["rss_shmem"],
-        "fds": len(os.listdir(f"/proc/{server.pid}/fd")),
+        "fds": fds,
         "clients": info.get("connected_clients"),
         "used_memory": info.get("used_memory"),
         "heap_used": info.get("arena_heap_used"),
