@@ -236,7 +236,7 @@ def _arena(s):
         ("arena_recovery", s.store.recovery),
         ("arena_dropped_entries", s.store.dropped_entries),
         ("arena_checksum", "yes" if s.store.checksums else "no"),
-        ("arena_checksum_failures", s.store.checksum_failures),
+        ("arena_checksum_failures", s.checksum_failures),       # tenants' own arenas too
     ]
     lines += [(f"arena_{k}", f"{v:.4f}" if isinstance(v, float) else v)
               for k, v in st.items() if k != "policy"]

@@ -120,7 +120,7 @@ class ServerCollector:
             yield GaugeMetricFamily(f"cxlredis_{name}", help_text, value=value)
         yield CounterMetricFamily("cxlredis_arena_checksum_failures",
                                   "Values dropped on read because they failed their checksum.",
-                                  value=server.store.checksum_failures)
+                                  value=server.checksum_failures)
         yield GaugeMetricFamily("cxlredis_arena_fragmentation_ratio",
                                 "1 - largest free block / free bytes (0: the free space is one block).",
                                 value=arena["fragmentation"])

@@ -229,6 +229,12 @@ class Server:
         """The server's arena, then the arenas of tenants with ARENA own."""
         return [self.store, *self.tenants.arenas.every()]
 
+    @property
+    def checksum_failures(self):
+        """Values dropped since start because they failed their checksum, in every arena."""
+        return (sum(arena.checksum_failures for arena in self.arenas())
+                + self.tenants.arenas.closed_checksum_failures)
+
     def close_arenas(self):
         """Detach every arena cleanly: the next start trusts them as they are."""
         self.tenants.arenas.close_all()
@@ -239,12 +245,11 @@ class Server:
         self.monitoring.latency.timed("expire-cycle", self._expire_cycle)
         self.leases.expire()
         self.tenants.arenas.close_idle(self.leases.arenas())
-        failures = sum(arena.checksum_failures for arena in self.arenas())
+        failures = self.checksum_failures
         if failures != self.checksum_failures_logged:
-            if failures > self.checksum_failures_logged:    # (a closed tenant arena takes its count)
-                log.warning("%d value(s) failed their checksum on read and were dropped "
-                            "(%d since start): the arena's memory is corrupting data",
-                            failures - self.checksum_failures_logged, failures)
+            log.warning("%d value(s) failed their checksum on read and were dropped "
+                        "(%d since start): the arena's memory is corrupting data",
+                        failures - self.checksum_failures_logged, failures)
             self.checksum_failures_logged = failures
         for c in list(self.clients.values()):
             if c.soft_limit_since is not None and not c.closing:

@@ -65,6 +65,7 @@ class TenantArenas:
         self.by_name = {}
         self.policies = {}          # tenant name -> its own maxmemory-policy, None: the server's
         self.retired = []           # deleted tenants' arenas, closed once nothing refers to them
+        self.closed_checksum_failures = 0   # of the retired arenas closed since start
         main = server.arena_path
         self.directory = self.config["tenant-arena-dir"] or os.path.dirname(os.path.abspath(main))
         self.stem = os.path.basename(main).removesuffix(".arena")
@@ -164,6 +165,7 @@ class TenantArenas:
         for arena in list(self.retired):
             st = arena.stats()
             if not st["pinned"] and not st["reserved"] and arena not in referenced:
+                self.closed_checksum_failures += arena.checksum_failures
                 arena.close(clean=False)
                 self.retired.remove(arena)
 
