@@ -9,7 +9,7 @@ import time
 from .. import commands as registry   # being built when this module loads: read at call time
 from .. import errors
 from ..errors import CommandError
-from .args import is_int64, upper
+from .args import is_int64
 from .connection import reply_help
 
 SLOWLOG_HELP = (

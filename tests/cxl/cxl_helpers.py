@@ -5,11 +5,16 @@
 ``unix_client(server, **kwargs) -> redis.Redis``  redis-py over the unix socket.
 ``local(server, **kwargs) -> LocalClient``  cxlredis.local over the unix socket.
 ``info(client) -> dict``  CXL INFO as {str: int | str}.
+``corrupt(path, marker, offset=0)``  flip one byte of the value that starts with
+    `marker` in the arena file at `path`, `offset` bytes into it, as failing memory
+    (or a stray writer) would.
 ``PASSWORD``, ``USERS``  user lines with password ``pw``: admin (+@all), mapper
     (+@cxl plus strings), reader (+@read +@string, no @cxl), tenant-user (+@all,
     bound to tenant team-a by TENANT_LINES).
 """
 from __future__ import annotations
+
+import mmap
 
 import redis
 
@@ -52,3 +57,10 @@ def info(client) -> dict:
     if isinstance(reply, list):
         reply = dict(zip(reply[0::2], reply[1::2]))
     return {_text(k): _text(v) for k, v in reply.items()}
+
+
+def corrupt(path, marker, offset=0):
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+        at = m.find(marker)
+        assert at >= 0, f"{marker!r} is not in {path}"
+        m[at + offset] ^= 0xFF

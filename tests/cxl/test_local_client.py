@@ -9,7 +9,7 @@ import pytest
 import redis
 
 import cxlredis.local as local_module
-from cxl_helpers import PASSWORD, USERS, cxl_server, local, unix_client
+from cxl_helpers import PASSWORD, USERS, corrupt, cxl_server, local, unix_client
 from cxlredis.local import READ_ATTEMPTS, LocalClient
 
 
@@ -289,15 +289,13 @@ def test_mget_into_does_not_accept_a_value_changed_during_its_lease(kv, server):
 def test_mget_into_checks_checksums_and_deadlines():
     """A corrupted value in a batch is a miss while the rest is served; values copied
     after their lease ran out are misses."""
-    import mmap
     srv = cxl_server(USERS, arena_checksum="yes").start()
     try:
         kv, admin = local(srv), unix_client(srv)
         try:
             good, bad = os.urandom(100_000), b"CORRUPT-ME-MARKER" + os.urandom(100_000)
             admin.mset({b"good": good, b"bad": bad})
-            with open(srv.arena_path, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
-                m[m.find(b"CORRUPT-ME-MARKER") + 100] ^= 0xFF
+            corrupt(srv.arena_path, b"CORRUPT-ME-MARKER", 100)
             admin.config_set("arena-checksum", "no")        # so that the server hands it out
             buffers = [bytearray(200_000), bytearray(200_000)]
             assert kv.mget_into([b"good", b"bad"], buffers) == [len(good), None]
@@ -436,7 +434,6 @@ def test_mapped_reads_verify_arena_checksums():
     """A value written with arena-checksum on carries its checksum; a reader through the
     mapping checks it (get_into, get_bytes, Ref.intact), so bytes that changed in memory
     are a miss there too, whether they changed before or during its lease."""
-    import mmap
     srv = cxl_server(USERS, arena_checksum="yes").start()
     try:
         kv, admin = local(srv), unix_client(srv)
@@ -446,14 +443,9 @@ def test_mapped_reads_verify_arena_checksums():
             kv.set(b"good", good)                   # reserve + fill + commit
             admin.set(b"bad", bad)                  # over RESP
             buffer = bytearray(2 << 20)
-
-            def corrupt():
-                with open(srv.arena_path, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
-                    m[m.find(b"CORRUPT-ME-MARKER") + 100] ^= 0xFF
-
             with kv.get(b"bad") as ref:             # during the lease
                 assert ref.intact()
-                corrupt()
+                corrupt(srv.arena_path, b"CORRUPT-ME-MARKER", 100)
                 assert ref.valid() and not ref.intact()
             # The server verifies too (GETREF's lookup would drop it): turn that off to
             # see the client's own check.

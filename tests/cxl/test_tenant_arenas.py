@@ -14,7 +14,7 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ServerStartError, free_port
-from cxl_helpers import PASSWORD, cxl_server, info, local, unix_client
+from cxl_helpers import PASSWORD, corrupt, cxl_server, info, local, unix_client
 from cxlredis.tenant_arenas import size_for
 
 MiB = 1 << 20
@@ -438,16 +438,12 @@ def test_checksums_cover_tenant_arenas():
         marker = b"CORRUPT-ME" + os.urandom(200_000)
         with as_user(srv, "acme-user") as acme, as_user(srv, "admin") as admin:
             acme.set("v", marker)
-            with open(tenant_path(srv, "acme"), "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
-                at = m.find(marker)
-                m[at:at + 10] = b"corrupted!"
+            corrupt(tenant_path(srv, "acme"), marker)
             assert acme.get("v") is None and acme.exists("v") == 0
             assert admin.info("arena")["arena_checksum_failures"] == 1
             admin.config_set("arena-checksum", "no")
             acme.set("w", marker)                       # no checksum: nothing to verify
-            with open(tenant_path(srv, "acme"), "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
-                at = m.find(marker)
-                m[at:at + 10] = b"corrupted!"
-            assert acme.get("w") == b"corrupted!" + marker[10:]
+            corrupt(tenant_path(srv, "acme"), marker)
+            assert acme.get("w") == bytes([marker[0] ^ 0xFF]) + marker[1:]
     finally:
         srv.close()
