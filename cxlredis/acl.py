@@ -34,15 +34,14 @@ import time
 from collections import deque
 
 from ._store import glob_match
-# The command modules import this one while the registry builds: read it at call time.
-from . import commands as registry
-from .commands.table import ACL_CATEGORIES
+from .commands.keyspecs import READ, WRITE, key_arguments
+from .commands.table import ACL_CATEGORIES, SPECS
 from .errors import CommandError
 from .files import write_atomically
+from .sessions import client_info_line
 
 log = logging.getLogger("cxlredis")
 
-READ, WRITE = 1, 2
 # Denial reasons, in Redis's order of precedence between selectors.
 DENIED_COMMAND, DENIED_KEY = 1, 2
 
@@ -130,16 +129,18 @@ class _Commands:
     """Names and categories from the command table, built on first use."""
 
     def __init__(self):
-        leaves, containers, by_category = set(), {}, {cat: set() for cat in ACL_CATEGORIES}
-        for spec in registry.all_specs():
-            if spec.subcommands:
-                containers[spec.name] = frozenset(sub.name for sub in spec.subcommands.values())
+        containers = {spec.container: set() for spec in SPECS if spec.container}
+        leaves, by_category = set(), {cat: set() for cat in ACL_CATEGORIES}
+        for spec in SPECS:
+            if spec.name in containers:
                 continue
+            if spec.container:
+                containers[spec.container].add(spec.name)
             leaves.add(spec.name)
             for cat in spec.acl_categories:
                 by_category[cat].add(spec.name)
         self.leaves = frozenset(leaves)
-        self.containers = containers
+        self.containers = {name: frozenset(subs) for name, subs in containers.items()}
         self.by_category = {cat: frozenset(names) for cat, names in by_category.items()}
         self.redis_containers = frozenset(name.split("|")[0] for name in REDIS_COMMANDS if "|" in name)
 
@@ -164,76 +165,6 @@ def command_table():
     if _commands is None:
         _commands = _Commands()
     return _commands
-
-
-def _set_key_needs(argv):
-    """SET's key is read as well as written only with the GET option (Redis's setGetKeys)."""
-    for arg in argv[3:]:
-        if len(arg) == 3 and bytes(arg).lower() == b"get":
-            return READ | WRITE
-    return WRITE
-
-
-# Key specs flagged variable_flags: the arguments decide the permission needed.
-_VARIABLE_FLAGS = {"set": _set_key_needs}
-
-
-class _KeyPlan:
-    """Where a command's keys are: fixed positions (most commands, found without
-    walking the key specs), or key specs to walk for each call."""
-
-    __slots__ = ("specs", "fixed", "needs_from_arguments")
-
-    def __init__(self, spec):
-        self.specs = []
-        for ks in spec.key_specs:
-            needs = 0
-            if "access" in ks.flags:
-                needs |= READ
-            if any(flag in ks.flags for flag in ("insert", "delete", "update")):
-                needs |= WRITE
-            self.specs.append((ks.index, ks.last_key, ks.key_step, ks.limit, needs))
-        variable = any("variable_flags" in ks.flags for ks in spec.key_specs)
-        self.needs_from_arguments = _VARIABLE_FLAGS[spec.name] if variable else None
-        fixed = tuple((index, needs) for first, last_key, step, _, needs in self.specs
-                      for index in range(first, first + last_key + 1, step))
-        # Usable as is when every key has a fixed place within the arguments the arity demands.
-        static = all(last_key >= 0 for _, last_key, _, _, _ in self.specs)
-        self.fixed = fixed if static and all(i < abs(spec.arity) for i, _ in fixed) else None
-
-
-_key_plans = {}
-
-
-def key_arguments(spec, argv):
-    """(argument index, permission needed) of every key argument of a call.
-
-    Positions follow the key specs (begin_search index, find_keys range), as
-    Redis's getKeysFromCommandWithSpecs does; indexes past the arguments are
-    skipped (a variadic command with too few arguments has no such key).
-    """
-    plan = _key_plans.get(spec.name)
-    if plan is None:
-        plan = _key_plans[spec.name] = _KeyPlan(spec)
-    if plan.needs_from_arguments is not None:
-        needs = plan.needs_from_arguments(argv)
-        if plan.fixed is not None:
-            return [(index, needs) for index, _ in plan.fixed]
-    elif plan.fixed is not None:
-        return plan.fixed
-    argc = len(argv)
-    found = []
-    for first, last_key, step, limit, spec_needs in plan.specs:
-        if last_key >= 0:
-            last = first + last_key
-        elif limit:
-            last = first + (argc - first) // limit + last_key
-        else:
-            last = argc + last_key
-        for index in range(first, last + 1, step):
-            if index < argc:
-                found.append((index, needs if plan.needs_from_arguments else spec_needs))
-    return found
 
 
 def _lower(op: bytes) -> str:
@@ -785,8 +716,6 @@ class Acl:
         return f"NOPERM this user has no permissions to run the '{spec.name}' command"
 
     def log_denial(self, c, reason, obj, username, context=None):
-        # Imported here: that module imports this one while the command registry builds.
-        from .commands.connection import client_info_line
         if context is None:
             context = "multi" if c.multi is not None else "toplevel"
         self.log.add(reason, context, obj, username, client_info_line(c),

@@ -65,13 +65,14 @@ def _flush_mode(argv):
     return _text(argv[1]).upper() if len(argv) > 1 else "SYNC"
 
 
-# Commands whose success is an event: the event type and its details from the arguments.
-AFTER_COMMAND = {
-    "config|set": ("config_set", _config_set_details),
-    "config|rewrite": ("config_rewrite", lambda c, argv: {"file": c.server.config.path}),
-    "config|resetstat": ("config_resetstat", lambda c, argv: {}),
-    "flushdb": ("flushdb", lambda c, argv: {"db": c.db, "mode": _flush_mode(argv)}),
-    "flushall": ("flushall", lambda c, argv: {"mode": _flush_mode(argv)}),
+# The details of the events that a command's success is (the table's `audit_event`),
+# from its arguments.
+COMMAND_EVENT_DETAILS = {
+    "config_set": _config_set_details,
+    "config_rewrite": lambda c, argv: {"file": c.server.config.path},
+    "config_resetstat": lambda c, argv: {},
+    "flushdb": lambda c, argv: {"db": c.db, "mode": _flush_mode(argv)},
+    "flushall": lambda c, argv: {"mode": _flush_mode(argv)},
 }
 
 
@@ -159,9 +160,9 @@ class AuditLog:
             self._write(line)
 
     def after_command(self, c, spec, argv):
-        """The event of a command that succeeded, if it is one of AFTER_COMMAND's."""
-        event, details = AFTER_COMMAND[spec.name]
-        self.record(c, event, **details(c, argv))
+        """The event of a command that succeeded, when its spec names one."""
+        event = spec.audit_event
+        self.record(c, event, **COMMAND_EVENT_DETAILS[event](c, argv))
 
     def _write(self, line: bytes):
         try:

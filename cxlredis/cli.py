@@ -6,7 +6,9 @@ import sys
 
 from . import __version__
 from ._store import ArenaError
+from .acl import check_user_directive
 from .config import Config, ConfigError
+from .tenants import parse_directive
 
 USAGE = """Usage: cxlredis-server [/path/to/cxlredis.conf] [options]
        cxlredis-server -v or --version
@@ -19,6 +21,28 @@ With no configuration file the embedded defaults apply: 127.0.0.1:6379 and a
 1 GiB arena in a /dev/shm file named after the port."""
 
 
+def load_config(argv, environ=os.environ):
+    """The configuration, with its `user` and `tenant` directives checked by the ACL and the
+    tenants: a bad one is a fatal config error at its line. Raises ConfigError."""
+    config = Config.load(argv, environ)
+    for index, args in enumerate(config.users):
+        try:
+            check_user_directive(args, [user[0] for user in config.users[:index]])
+        except ValueError as error:
+            raise config.declaration_error("user", index, str(error)) from None
+    names = []
+    for index, args in enumerate(config.tenants):
+        try:
+            name, _ = parse_directive(args)
+        except ValueError as error:
+            raise config.declaration_error("tenant", index, f"Error in tenant declaration: {error}") from None
+        if name in names:
+            raise config.declaration_error(
+                "tenant", index, f"Error in tenant declaration '{name}': Duplicate tenant found")
+        names.append(name)
+    return config
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["-h"], ["--help"]):
@@ -28,7 +52,7 @@ def main(argv=None):
         print(f"cxlredis server v={__version__}")
         return 0
     try:
-        config = Config.load(argv)
+        config = load_config(argv)
     except ConfigError as e:
         print(e, file=sys.stderr)
         return 1

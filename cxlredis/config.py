@@ -676,6 +676,10 @@ class _Loading:
         self.including: list[str] = []
         self.users: list[list[str]] = []        # `user <name> <rule>...` directives, in order
         self.tenants: list[list[str]] = []      # `tenant <name> <setting>...` directives, in order
+        # Where each of them was read, for the fatal error of a check made later
+        # (the ACL and the tenants check them: they sit above this module).
+        self.origins: dict[tuple[str, int], tuple[str, str]] = {}
+        self.origin: tuple[str, str] = ("", "")  # where the directive being read comes from
 
     def directive(self, argv: list[str], base_dir: str, from_file: bool) -> None:
         """Apply one `name args...` directive; raises _Invalid with Redis's reason."""
@@ -707,36 +711,21 @@ class _Loading:
             self.seen_in_files.add(name)
 
     def user(self, args: list[str]) -> None:
-        """An ACL user, checked now so a bad rule is a fatal config error at its line."""
+        """An ACL user, kept as given: the ACL checks its rules (Config.declaration_error)."""
+        self._declaration("user", self.users, args)
+
+    def tenant(self, args: list[str]) -> None:
+        """A tenant (TENANT CREATE's arguments), kept as given for the tenants to check."""
+        self._declaration("tenant", self.tenants, args)
+
+    def _declaration(self, kind: str, found: list, args: list[str]) -> None:
         if len(args) == 1:
             try:
                 args = split_args(args[0])     # --user "name rules..." on the command line
             except ValueError:
                 raise _Invalid("Unbalanced quotes in configuration line") from None
-        # Imported here: the ACL rules need the command table, which needs this module.
-        from .acl import check_user_directive
-        try:
-            check_user_directive([_raw(arg) for arg in args], [_raw(u[0]) for u in self.users])
-        except ValueError as error:
-            raise _Invalid(str(error)) from None
-        self.users.append(args)
-
-    def tenant(self, args: list[str]) -> None:
-        """A tenant (TENANT CREATE's arguments), checked now so a bad setting is a fatal
-        config error at its line; whether the tenants it names exist is checked at startup."""
-        if len(args) == 1:
-            try:
-                args = split_args(args[0])     # --tenant "name settings..." on the command line
-            except ValueError:
-                raise _Invalid("Unbalanced quotes in configuration line") from None
-        from .tenants import parse_directive
-        try:
-            name, _ = parse_directive(args)
-        except ValueError as error:
-            raise _Invalid(f"Error in tenant declaration: {error}") from None
-        if any(parse_directive(earlier)[0] == name for earlier in self.tenants):
-            raise _Invalid(f"Error in tenant declaration '{name}': Duplicate tenant found")
-        self.tenants.append(args)
+        self.origins[kind, len(found)] = self.origin
+        found.append(args)
 
     def read_file(self, path: str, main: bool = False) -> None:
         path = os.path.abspath(path)
@@ -760,6 +749,7 @@ class _Loading:
                 except ValueError:
                     raise _Invalid("Unbalanced quotes in configuration line") from None
                 if argv:
+                    self.origin = (f"{where}, at line {number}", line)
                     self.directive(argv, os.path.dirname(path), from_file=True)
             except _Invalid as invalid:
                 raise _fatal(f"{where}, at line {number}", line, invalid.args[0]) from None
@@ -782,6 +772,7 @@ class _Loading:
                 if directive is None:
                     raise _Invalid("Unbalanced quotes in configuration line")
                 if directive:
+                    self.origin = (f"Reading the command line, at option {number}", shown)
                     self.directive(directive, os.getcwd(), from_file=False)
             except _Invalid as invalid:
                 raise _fatal(f"Reading the command line, at option {number}", shown,
@@ -828,8 +819,10 @@ class Config:
     """The server's configuration: typed values plus CONFIG GET/SET/REWRITE."""
 
     def __init__(self, values: dict, defaults: dict, path: str | None,
-                 users: tuple[tuple[bytes, ...], ...] = (), tenants: tuple[tuple[str, ...], ...] = ()):
+                 users: tuple[tuple[bytes, ...], ...] = (), tenants: tuple[tuple[str, ...], ...] = (),
+                 origins: dict | None = None):
         self._values = values
+        self._origins = origins or {}   # ("user"|"tenant", index) → (where, line) it was read
         self._defaults = defaults
         self.path = path                # the config file in use (absolute), or None
         self._callbacks: dict[str, list[Callable]] = {}
@@ -853,7 +846,14 @@ class Config:
         loading.read_environ(environ)
         loading.read_command_line(argv)
         users = tuple(tuple(_raw(arg) for arg in user) for user in loading.users)
-        return cls(loading.values, defaults, path, users, tuple(map(tuple, loading.tenants)))
+        return cls(loading.values, defaults, path, users, tuple(map(tuple, loading.tenants)),
+                   loading.origins)
+
+    def declaration_error(self, kind: str, index: int, reason: str) -> ConfigError:
+        """The fatal config error for the index-th `user` or `tenant` directive, naming
+        where it was read, as an error found while loading would."""
+        where, shown = self._origins.get((kind, index), (None, None))
+        return _fatal(where, shown, reason)
 
     @staticmethod
     def options() -> tuple[Option, ...]:

@@ -14,7 +14,7 @@ from . import dispatch
 from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser, receive_buffer
 from ._fastpath import serve as serve_fast
 from ._store import Keyspace, OutOfMemory
-from .commands import COMMANDS
+from .commands import COMMANDS, find
 from .slots import SlotArg, release_slots
 
 log = logging.getLogger("cxlredis")
@@ -207,7 +207,7 @@ class Client(asyncio.BufferedProtocol):
     def _supply_target(self, length):
         """Receive a large argument into an arena slot when it will be stored, else a bytearray."""
         pending = self.parser.pending_args
-        spec = COMMANDS.get(bytes(pending[0]).lower().decode("latin-1")) if pending else None
+        spec = find(pending) if pending else None
         # No arena memory for a client that has not authenticated yet.
         if spec is not None and spec.is_value_arg(len(pending)) and self.parser.authenticated:
             key_cap = max((len(a) for a in pending[1:]), default=0)
@@ -303,6 +303,10 @@ class Client(asyncio.BufferedProtocol):
                 release_slots(argv)
         self.multi = None
         self.multi_dirty = False
+
+    def run_queued(self, argv):
+        """Run a command EXEC takes from the MULTI queue, through dispatch."""
+        dispatch.call_queued(self, argv)
 
     def close_after_reply(self):
         self.closing = True

@@ -13,44 +13,11 @@ import time
 
 from . import acl, errors
 from ._store import OutOfMemory, TenantError
-from .audit import AFTER_COMMAND
-# Command modules import this one while the registry builds: read it at call time.
-from . import commands as registry
+from .commands import lookup
 from .errors import CommandError
 from .metrics import LATENCY_BUCKETS
 
 log = logging.getLogger("cxlredis")
-
-# Commands that run immediately even inside MULTI, as in Redis.
-_NOT_QUEUED = frozenset(("exec", "discard", "multi", "watch", "quit", "reset"))
-_TOUCHES_KEYSPACE = frozenset(("readonly", "write", "may_replicate"))
-
-
-# argv[0] exactly as clients send it ("GET", "get") → its top-level spec: skips the
-# lower-casing and decoding on the hot path. Bounded, since every case variant is a key.
-_BY_RAW_NAME = {}
-_RAW_NAME_CACHE_MAX = 4096
-
-
-def lookup(argv):
-    """Return (spec, error): the spec for argv (None if unknown) and the exact error Redis gives, if any."""
-    raw = argv[0]
-    spec = _BY_RAW_NAME.get(raw) if type(raw) is bytes else None
-    if spec is None:
-        spec = registry.COMMANDS.get(bytes(raw).lower().decode("utf-8", "replace"))
-        if spec is None:
-            return None, errors.unknown_command(argv)
-        if type(raw) is bytes and len(_BY_RAW_NAME) < _RAW_NAME_CACHE_MAX:
-            _BY_RAW_NAME[raw] = spec
-    if spec.subcommands and len(argv) >= 2:
-        sub = spec.subcommands.get(bytes(argv[1]).lower().decode("utf-8", "replace"))
-        if sub is None:
-            return None, errors.unknown_subcommand(argv[1], argv[0])
-        spec = sub
-    arity = spec.arity
-    if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
-        return spec, errors.wrong_arity(spec.name)
-    return spec, None
 
 
 def dispatch(c, argv):
@@ -67,7 +34,7 @@ def dispatch(c, argv):
         error = errors.OOM
     # A MONITOR connection is a replica to Redis: it may not touch the keyspace.
     if (error is None and c.server.monitoring.monitors and c in c.server.monitoring.monitors
-            and _TOUCHES_KEYSPACE.intersection(spec.flags)):
+            and spec.touches_keyspace):
         error = "ERR Replica can't interact with the keyspace"
     if error is not None:
         if spec is not None and spec.name == "exec":
@@ -79,7 +46,7 @@ def dispatch(c, argv):
             c.multi_dirty = True
         reject(c, spec, error)
         return
-    if c.multi is not None and spec.name not in _NOT_QUEUED:
+    if c.multi is not None and spec.queued_in_multi:
         c.multi.append(argv)
         c.reply.simple("QUEUED")
         return
@@ -90,15 +57,16 @@ def refusal(c, spec, argv):
     """The error refusing a known command before it runs, or None (Redis's order)."""
     if not c.authenticated and c.server.acl.auth_required and "no_auth" not in spec.flags:
         return acl.NOAUTH
-    if c.multi is not None and spec.name not in _NOT_QUEUED and "no_multi" in spec.flags:
+    if c.multi is not None and spec.queued_in_multi and "no_multi" in spec.flags:
         return "ERR Command not allowed inside a transaction"
     if not c.user.unrestricted and "no_auth" not in spec.flags:
         return c.server.acl.denial(c, spec, argv)
     return None
 
 
-def call_queued(c, spec, argv):
+def call_queued(c, argv):
     """EXEC runs a queued command: the ACLs are checked again, they may have changed since."""
+    spec, _ = lookup(argv)      # it was looked up when queued: known, with its arity right
     if not c.user.unrestricted and "no_auth" not in spec.flags:
         error = c.server.acl.denial(c, spec, argv, in_exec=True)
         if error is not None:
@@ -143,7 +111,7 @@ def call(c, spec, argv):
         c.server.stats.error(text)
         c.reply.error(text)
     else:
-        if spec.name in AFTER_COMMAND:
+        if spec.audit_event:
             c.server.audit.after_command(c, spec, argv)
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.

@@ -65,12 +65,10 @@ def cmd_acl_dryrun(c, argv):
     if user is None:
         raise CommandError(f"ERR User '{errors._clip(argv[2], 128)}' not found")
     target = argv[3:]
-    spec = registry.COMMANDS.get(bytes(target[0]).decode("utf-8", "replace").lower())
-    if spec is not None and spec.subcommands and len(target) >= 2:
-        spec = spec.subcommands.get(bytes(target[1]).decode("utf-8", "replace").lower())
+    spec = registry.find(target)
     if spec is None:
         raise CommandError(f"ERR Command '{errors._clip(target[0], 128)}' not found")
-    if (spec.arity > 0 and len(target) != spec.arity) or len(target) < -spec.arity:
+    if not registry.arity_fits(spec, len(target)):
         raise CommandError(errors.wrong_arity(spec.name))
     denied = None if "no_auth" in spec.flags else user.check(spec, target)
     if denied is None:

@@ -3,9 +3,8 @@ import time
 
 from .. import acl, errors
 from ..errors import CommandError
-from ..monitoring import is_unix_client
+from ..sessions import client_info_line
 from .args import parse_int, upper
-from .transactions import watched_keys_changed
 
 PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
 BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
@@ -168,49 +167,6 @@ def client_type(arg):
     if kind not in ("normal", "master", "replica", "slave", "pubsub"):
         raise CommandError(f"ERR Unknown client type '{errors._clip(arg, 128)}'")
     return kind
-
-
-def client_flags(cl):
-    """Redis's flag letters, in its order: O monitor, x MULTI, d a watched key changed,
-    c closing after the reply, U unix socket, e no-evict; N for none."""
-    flags = "O" if cl in cl.server.monitoring.monitors else ""
-    if cl.multi is not None:
-        flags += "x"
-    if cl.watched and watched_keys_changed(cl):
-        flags += "d"
-    if cl.closing:
-        flags += "c"
-    if is_unix_client(cl):
-        flags += "U"
-    if cl.no_evict:
-        flags += "e"
-    return flags or "N"
-
-
-def client_info_line(cl, running=None):
-    """One CLIENT LIST line: Redis 7.0's fields in its order, then those of Redis 7.2's
-    CLIENT SETINFO, then cxlredis's own tenant. `running` is the command cl is running
-    (CLIENT LIST/INFO itself, for the caller): its arguments are argv-mem. Buffer fields
-    are cxlredis's: qbuf the bytes received and not yet parsed, obl the reply bytes not yet
-    handed to the transport, oll the arena values they reference, omem the bytes the
-    transport still holds; Redis's buffer-capacity fields (qbuf-free, rbs, rbp) are 0."""
-    now = time.monotonic()
-    qbuf = cl.parser.buffered
-    argv_mem = sum(len(arg) for arg in running) if running else 0
-    multi_mem = sum(len(arg) for queued in cl.multi for arg in queued) if cl.multi else 0
-    obl = cl.reply.pending
-    omem = cl.transport.get_write_buffer_size() if cl.transport is not None else 0
-    events = ("" if cl.reading_paused else "r") + ("w" if omem else "")
-    return (f"id={cl.id} addr={cl.addr} laddr={cl.laddr} fd={cl.fd} "
-            f"name={cl.name.decode('utf-8', 'replace')} age={int(now - cl.created)} "
-            f"idle={int(now - cl.last_interaction)} flags={client_flags(cl)} db={cl.db} "
-            f"sub=0 psub=0 ssub=0 multi={len(cl.multi) if cl.multi is not None else -1} "
-            f"qbuf={qbuf} qbuf-free=0 argv-mem={argv_mem} multi-mem={multi_mem} rbs=0 rbp=0 "
-            f"obl={obl} oll={len(cl.inflight_pins)} omem={omem} "
-            f"tot-mem={qbuf + argv_mem + multi_mem + obl + omem} events={events} "
-            f"cmd={cl.last_command} user={cl.user.name.decode('utf-8', 'replace')} redir=-1 "
-            f"resp={cl.protocol} lib-name={cl.lib_name.decode('utf-8', 'replace')} "
-            f"lib-ver={cl.lib_ver.decode('utf-8', 'replace')} tenant={cl.tenant or ''}")
 
 
 def cmd_client_kill(c, argv):

@@ -142,7 +142,7 @@ def cmd_latency_histogram(c, argv):
     else:
         names = []
         for arg in argv[2:]:
-            spec = _spec_by_full_name(registry.COMMANDS, _text(arg).lower())
+            spec = registry.find_by_full_name(arg)
             if spec is not None:
                 names += [spec.name] + [sub.name for sub in spec.subcommands.values()]
     histograms = [(name, stats[name][4]) for name in names
@@ -162,14 +162,6 @@ def cmd_latency_histogram(c, argv):
                 cumulative += count
                 r.integer(1 << index)
                 r.integer(cumulative)
-
-
-def _spec_by_full_name(commands, name):
-    container, _, sub = name.partition("|")
-    spec = commands.get(container)
-    if spec is not None and sub:
-        spec = spec.subcommands.get(sub)
-    return spec
 
 
 def cmd_latency_help(c, argv):

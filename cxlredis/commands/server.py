@@ -8,6 +8,7 @@ from ..errors import CommandError
 # The registry imports this module while it builds, so it is read at call time.
 from .. import commands as registry
 from .args import upper
+from .keyspecs import key_positions
 from .connection import reply_help
 from .docs import DOCS, NO_DOCS
 
@@ -110,7 +111,7 @@ def cmd_command_info(c, argv):
         return
     c.reply.array(len(argv) - 2)
     for arg in argv[2:]:
-        spec = find_spec(arg)
+        spec = registry.find_by_full_name(arg)
         if spec is None:
             c.reply.null()  # Redis sends a null bulk here, not a null array
         else:
@@ -121,7 +122,7 @@ def cmd_command_docs(c, argv):
     if len(argv) == 2:
         specs = list(registry.COMMANDS.values())
     else:
-        specs = [s for s in (find_spec(a) for a in argv[2:]) if s is not None]
+        specs = [s for s in (registry.find_by_full_name(a) for a in argv[2:]) if s is not None]
     c.reply.map(len(specs))
     for spec in specs:
         c.reply.bulk(spec.name)
@@ -130,27 +131,17 @@ def cmd_command_docs(c, argv):
 
 def cmd_command_getkeys(c, argv):
     target = argv[2:]
-    spec = find_spec(target[0])
-    if spec is not None and spec.subcommands and len(target) >= 2:
-        spec = spec.subcommands.get(bytes(target[1]).decode("utf-8", "replace").lower())
+    spec = registry.find(target)
     if spec is None:
         raise CommandError("ERR Invalid command specified")
-    if (spec.arity > 0 and len(target) != spec.arity) or len(target) < -spec.arity:
+    if not registry.arity_fits(spec, len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
-    keys = key_positions(spec, len(target))
+    keys = key_positions(spec, target)
     if not keys:
         raise CommandError("ERR The command has no key arguments")
     c.reply.array(len(keys))
     for i in keys:
         c.reply.bulk(target[i])
-
-
-def key_positions(spec, argc):
-    """Argument indexes of keys, from the legacy (first, last, step) triple."""
-    if spec.first_key <= 0:
-        return []
-    last = spec.last_key if spec.last_key >= 0 else argc + spec.last_key
-    return list(range(spec.first_key, min(last, argc - 1) + 1, spec.key_step or 1))
 
 
 COMMAND_HELP = (
@@ -182,16 +173,6 @@ def cmd_command_help(c, argv):
     reply_help(c, COMMAND_HELP)
 
 
-def find_spec(arg):
-    """A command or "container|sub" name as COMMAND INFO/DOCS accept it."""
-    name = bytes(arg).decode("utf-8", "replace").lower()
-    container, _, sub = name.partition("|")
-    spec = registry.COMMANDS.get(container)
-    if spec is not None and sub:
-        spec = spec.subcommands.get(sub)
-    return spec
-
-
 def reply_command_info(c, spec):
     r = c.reply
     r.array(10)
@@ -200,9 +181,8 @@ def reply_command_info(c, spec):
     r.set(len(spec.flags))
     for flag in spec.flags:
         r.simple(flag)
-    r.integer(spec.first_key)
-    r.integer(spec.last_key)
-    r.integer(spec.key_step)
+    for number in spec.legacy_key_range:
+        r.integer(number)
     categories = spec.acl_categories
     r.set(len(categories))
     for cat in categories:

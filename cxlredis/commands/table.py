@@ -32,6 +32,10 @@ FAMILY_MODULES = {
 }
 
 
+# The access a key argument needs, as the ACL checks it against %R~ / %W~ patterns.
+READ, WRITE = 1, 2
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """A Redis 7 key specification: begin_search by index, find_keys by range."""
@@ -43,15 +47,20 @@ class KeySpec:
     limit: int = 0
     notes: str = ""
 
+    @property
+    def access(self):
+        """READ and/or WRITE, from the key spec's flags (ACCESS reads; INSERT, DELETE, UPDATE write)."""
+        needs = READ if "access" in self.flags else 0
+        if any(flag in self.flags for flag in ("insert", "delete", "update")):
+            needs |= WRITE
+        return needs
+
 
 @dataclass
 class CommandSpec:
     name: str                    # lowercase; subcommands as "container|sub"
     arity: int                   # Redis convention: -N means "at least N"
-    flags: tuple
-    first_key: int = 0
-    last_key: int = 0
-    key_step: int = 0
+    flags: tuple                 # Redis's command flags, as COMMAND INFO shows them
     categories: tuple = ()       # explicit categories; implicit ones derive from flags
     group: str = "generic"
     summary: str = ""
@@ -61,12 +70,40 @@ class CommandSpec:
     key_specs: tuple = ()
     family: str = ""             # handler module; defaults from the group
     value_args: tuple = ()       # (first, step): arguments that may go straight into arena slots
+    # What cxlredis needs to know of a command beyond Redis's flags (which COMMAND INFO shows):
+    queued_in_multi: bool = True  # False: runs at once even inside MULTI (EXEC, WATCH, ...)
+    audit_event: str = ""        # its success is this audit-log event (audit.py words the details)
+    # For key specs flagged variable_flags: argv → the access (READ/WRITE bits) its keys need.
+    key_access: object = None
     subcommands: dict = field(default_factory=dict)
     handler: object = None
 
     @property
     def container(self):
         return self.name.split("|", 1)[0] if "|" in self.name else None
+
+    @property
+    def touches_keyspace(self):
+        """Whether it reads or writes keys (a MONITOR connection, a replica to Redis, may not)."""
+        return any(flag in self.flags for flag in ("readonly", "write", "may_replicate"))
+
+    @property
+    def legacy_key_range(self):
+        """COMMAND INFO's (first key, last key, step), derived from the key specs as Redis 7's
+        populateCommandLegacyRangeSpec does: the key specs' plain ranges that follow each other."""
+        if len(self.key_specs) == 1:
+            only = self.key_specs[0]
+            last = only.index + only.last_key if only.last_key >= 0 else only.last_key
+            return only.index, last, only.key_step
+        first, last = None, 0
+        for spec in self.key_specs:
+            if spec.key_step != 1 or (first is not None and last != spec.index - 1):
+                continue  # not plain, or not next to the previous range: movable keys
+            first = spec.index if first is None else min(first, spec.index)
+            end = spec.index + spec.last_key if spec.last_key >= 0 else spec.last_key
+            # Redis compares as unsigned: a range to the end (negative) beats any index.
+            last = max(last, end, key=lambda index: index % (1 << 32))
+        return (first, last, 1) if first is not None else (0, 0, 0)
 
     @property
     def acl_categories(self):
@@ -100,10 +137,17 @@ def ks(flags, index, last_key=0, key_step=1, limit=0, notes=""):
     return KeySpec(tuple(flags.split()), index, last_key, key_step, limit, notes)
 
 
-def cmd(name, arity, flags="", keys=(0, 0, 0), acl="", **docs):
-    first, last, step = keys
-    return CommandSpec(name=name, arity=arity, flags=tuple(flags.split()), first_key=first,
-                       last_key=last, key_step=step, categories=tuple(acl.split()), **docs)
+def cmd(name, arity, flags="", acl="", **docs):
+    return CommandSpec(name=name, arity=arity, flags=tuple(flags.split()),
+                       categories=tuple(acl.split()), **docs)
+
+
+def _set_key_access(argv):
+    """SET's key is read as well as written only with the GET option (Redis's setGetKeys)."""
+    for arg in argv[3:]:
+        if len(arg) == 3 and bytes(arg).lower() == b"get":
+            return READ | WRITE
+    return WRITE
 
 
 _CONN = dict(group="connection")
@@ -135,9 +179,9 @@ SPECS = [
     cmd("hello", -1, "noscript loading stale fast no_auth allow_busy", acl="connection", **_CONN,
         summary="Handshake with Redis", since="6.0.0", complexity="O(1)"),
     cmd("quit", -1, "noscript loading stale fast no_auth allow_busy", acl="connection", **_CONN,
-        summary="Close the connection", since="1.0.0", complexity="O(1)"),
+        queued_in_multi=False, summary="Close the connection", since="1.0.0", complexity="O(1)"),
     cmd("reset", 1, "noscript loading stale fast no_auth allow_busy", acl="connection", **_CONN,
-        summary="Reset the connection", since="6.2.0", complexity="O(1)"),
+        queued_in_multi=False, summary="Reset the connection", since="6.2.0", complexity="O(1)"),
     cmd("select", 2, "loading stale fast", acl="connection", **_CONN,
         summary="Change the selected database for the current connection", since="1.0.0",
         complexity="O(1)"),
@@ -247,15 +291,15 @@ SPECS = [
     cmd("cxl|info", 2, "loading stale fast", acl="cxl", **_CXL,
         summary="Describe the arena's backing and layout, and whether this connection may map it",
         complexity="O(1)"),
-    cmd("cxl|getref", 3, "noscript fast", (2, 2, 1), acl=_CXL_MAPPING, **_CXL,
+    cmd("cxl|getref", 3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
         summary="Lease a reference (offset, length, generation) to a string value in the mapping",
         complexity="O(1)", key_specs=(ks("RO access", 2),)),
-    cmd("cxl|mgetref", -3, "noscript fast", (2, -1, 1), acl=_CXL_MAPPING, **_CXL,
+    cmd("cxl|mgetref", -3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
         summary="Lease references to the string values of several keys",
         complexity="O(N) where N is the number of keys", key_specs=(ks("RO access", 2, -1),)),
     cmd("cxl|release", -3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
         summary="End leases held by this connection", complexity="O(N) where N is the number of leases"),
-    cmd("cxl|reserve", -4, "denyoom noscript", (2, 2, 1), acl=_CXL_MAPPING, **_CXL,
+    cmd("cxl|reserve", -4, "denyoom noscript", acl=_CXL_MAPPING, **_CXL,
         summary="Lease an uncommitted arena block that the client fills through its mapping",
         complexity="O(1)", key_specs=(ks("OW update", 2),)),
     cmd("cxl|commit", 3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
@@ -274,13 +318,13 @@ SPECS = [
     cmd("config|get", -3, "admin noscript loading stale", **_SERVER,
         summary="Get the values of configuration parameters", since="2.0.0",
         complexity="O(N) when N is the number of configuration parameters provided"),
-    cmd("config|set", -4, "admin noscript loading stale", **_SERVER,
+    cmd("config|set", -4, "admin noscript loading stale", audit_event="config_set", **_SERVER,
         summary="Set configuration parameters to the given values", since="2.0.0",
         complexity="O(N) when N is the number of configuration parameters provided",
         tips=("request_policy:all_nodes", "response_policy:all_succeeded")),
-    cmd("config|resetstat", 2, "admin noscript loading stale", **_SERVER,
+    cmd("config|resetstat", 2, "admin noscript loading stale", audit_event="config_resetstat", **_SERVER,
         summary="Reset the stats returned by INFO", since="2.0.0", complexity="O(1)"),
-    cmd("config|rewrite", 2, "admin noscript loading stale", **_SERVER,
+    cmd("config|rewrite", 2, "admin noscript loading stale", audit_event="config_rewrite", **_SERVER,
         summary="Rewrite the configuration file with the in memory configuration", since="2.8.0",
         complexity="O(1)"),
     cmd("config|help", 2, "loading stale", **_SERVER,
@@ -368,215 +412,216 @@ SPECS = [
         summary="Listen for all requests received by the server in real time", since="1.0.0"),
 
     # --- transactions -----------------------------------------------------
-    cmd("multi", 1, "noscript loading stale fast allow_busy", acl="transaction", **_TX,
+    cmd("multi", 1, "noscript loading stale fast allow_busy", queued_in_multi=False, acl="transaction", **_TX,
         summary="Mark the start of a transaction block", since="1.2.0", complexity="O(1)"),
-    cmd("exec", 1, "noscript loading stale skip_slowlog", acl="transaction", **_TX,
+    cmd("exec", 1, "noscript loading stale skip_slowlog", queued_in_multi=False, acl="transaction", **_TX,
         summary="Execute all commands issued after MULTI", since="1.2.0",
         complexity="Depends on commands in the transaction"),
     cmd("discard", 1, "noscript loading stale fast allow_busy", acl="transaction", **_TX,
-        summary="Discard all commands issued after MULTI", since="2.0.0",
+        queued_in_multi=False, summary="Discard all commands issued after MULTI", since="2.0.0",
         complexity="O(N), when N is the number of queued commands"),
-    cmd("watch", -2, "noscript loading stale fast allow_busy", (1, -1, 1), acl="transaction", **_TX,
+    cmd("watch", -2, "noscript loading stale fast allow_busy", acl="transaction", **_TX,
+        queued_in_multi=False,
         summary="Watch the given keys to determine execution of the MULTI/EXEC block", since="2.2.0",
         complexity="O(1) for every key.", key_specs=(ks("RO", 1, -1),)),
     cmd("unwatch", 1, "noscript loading stale fast allow_busy", acl="transaction", **_TX,
         summary="Forget about all watched keys", since="2.2.0", complexity="O(1)"),
 
     # --- hashes (commands/hashes.py) --------------------------------------
-    cmd("hset", -4, "write denyoom fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hset", -4, "write denyoom fast", acl="hash", **_HASH,
         summary="Set the string value of a hash field", since="2.0.0",
         complexity="O(1) for each field/value pair added, so O(N) to add N field/value pairs when "
                    "the command is called with multiple field/value pairs.",
         key_specs=(ks("RW update", 1),)),
-    cmd("hmset", -4, "write denyoom fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hmset", -4, "write denyoom fast", acl="hash", **_HASH,
         summary="Set multiple hash fields to multiple values", since="2.0.0",
         complexity="O(N) where N is the number of fields being set.", key_specs=(ks("RW update", 1),)),
-    cmd("hsetnx", 4, "write denyoom fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hsetnx", 4, "write denyoom fast", acl="hash", **_HASH,
         summary="Set the value of a hash field, only if the field does not exist", since="2.0.0",
         complexity="O(1)", key_specs=(ks("RW insert", 1),)),
-    cmd("hget", 3, "readonly fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hget", 3, "readonly fast", acl="hash", **_HASH,
         summary="Get the value of a hash field", since="2.0.0", complexity="O(1)",
         key_specs=(ks("RO access", 1),)),
-    cmd("hmget", -3, "readonly fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hmget", -3, "readonly fast", acl="hash", **_HASH,
         summary="Get the values of all the given hash fields", since="2.0.0",
         complexity="O(N) where N is the number of fields being requested.",
         key_specs=(ks("RO access", 1),)),
-    cmd("hgetall", 2, "readonly", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hgetall", 2, "readonly", acl="hash", **_HASH,
         summary="Get all the fields and values in a hash", since="2.0.0",
         complexity="O(N) where N is the size of the hash.", tips=("nondeterministic_output_order",),
         key_specs=(ks("RO access", 1),)),
-    cmd("hdel", -3, "write fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hdel", -3, "write fast", acl="hash", **_HASH,
         summary="Delete one or more hash fields", since="2.0.0",
         complexity="O(N) where N is the number of fields to be removed.",
         key_specs=(ks("RW delete", 1),)),
-    cmd("hexists", 3, "readonly fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hexists", 3, "readonly fast", acl="hash", **_HASH,
         summary="Determine if a hash field exists", since="2.0.0", complexity="O(1)",
         key_specs=(ks("RO", 1),)),
-    cmd("hlen", 2, "readonly fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hlen", 2, "readonly fast", acl="hash", **_HASH,
         summary="Get the number of fields in a hash", since="2.0.0", complexity="O(1)",
         key_specs=(ks("RO", 1),)),
-    cmd("hkeys", 2, "readonly", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hkeys", 2, "readonly", acl="hash", **_HASH,
         summary="Get all the fields in a hash", since="2.0.0",
         complexity="O(N) where N is the size of the hash.", tips=("nondeterministic_output_order",),
         key_specs=(ks("RO access", 1),)),
-    cmd("hvals", 2, "readonly", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hvals", 2, "readonly", acl="hash", **_HASH,
         summary="Get all the values in a hash", since="2.0.0",
         complexity="O(N) where N is the size of the hash.", tips=("nondeterministic_output_order",),
         key_specs=(ks("RO access", 1),)),
-    cmd("hincrby", 4, "write denyoom fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hincrby", 4, "write denyoom fast", acl="hash", **_HASH,
         summary="Increment the integer value of a hash field by the given number", since="2.0.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
-    cmd("hincrbyfloat", 4, "write denyoom fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hincrbyfloat", 4, "write denyoom fast", acl="hash", **_HASH,
         summary="Increment the float value of a hash field by the given amount", since="2.6.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
-    cmd("hstrlen", 3, "readonly fast", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hstrlen", 3, "readonly fast", acl="hash", **_HASH,
         summary="Get the length of the value of a hash field", since="3.2.0", complexity="O(1)",
         key_specs=(ks("RO", 1),)),
-    cmd("hscan", -3, "readonly", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hscan", -3, "readonly", acl="hash", **_HASH,
         summary="Incrementally iterate hash fields and associated values", since="2.8.0",
         complexity="O(1) for every call. O(N) for a complete iteration, including enough command "
                    "calls for the cursor to return back to 0. N is the number of elements inside "
                    "the collection..", tips=("nondeterministic_output",),
         key_specs=(ks("RO access", 1),)),
-    cmd("hrandfield", -2, "readonly", (1, 1, 1), acl="hash", **_HASH,
+    cmd("hrandfield", -2, "readonly", acl="hash", **_HASH,
         summary="Get one or multiple random fields from a hash", since="6.2.0",
         complexity="O(N) where N is the number of fields returned", tips=("nondeterministic_output",),
         key_specs=(ks("RO access", 1),)),
 
     # --- strings (commands/strings.py) ------------------------------------
-    cmd("get", 2, "readonly fast", (1, 1, 1), acl="string", group="string",
+    cmd("get", 2, "readonly fast", acl="string", group="string",
         summary="Get the value of a key", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RO access", 1),)),
-    cmd("set", -3, "write denyoom", (1, 1, 1), acl="string", group="string",
+    cmd("set", -3, "write denyoom", acl="string", group="string",
         summary="Set the string value of a key", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access update variable_flags", 1,
                       notes="RW and ACCESS due to the optional `GET` argument"),),
-        value_args=(2, 0)),
-    cmd("setnx", 3, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+        key_access=_set_key_access, value_args=(2, 0)),
+    cmd("setnx", 3, "write denyoom fast", acl="string", group="string",
         summary="Set the value of a key, only if the key does not exist", since="1.0.0",
         complexity="O(1)", key_specs=(ks("OW insert", 1),),
         value_args=(2, 0)),
-    cmd("setex", 4, "write denyoom", (1, 1, 1), acl="string", group="string",
+    cmd("setex", 4, "write denyoom", acl="string", group="string",
         summary="Set the value and expiration of a key", since="2.0.0", complexity="O(1)",
         key_specs=(ks("OW update", 1),),
         value_args=(3, 0)),
-    cmd("psetex", 4, "write denyoom", (1, 1, 1), acl="string", group="string",
+    cmd("psetex", 4, "write denyoom", acl="string", group="string",
         summary="Set the value and expiration in milliseconds of a key", since="2.6.0",
         complexity="O(1)", key_specs=(ks("OW update", 1),),
         value_args=(3, 0)),
-    cmd("mget", -2, "readonly fast", (1, -1, 1), acl="string", group="string",
+    cmd("mget", -2, "readonly fast", acl="string", group="string",
         summary="Get the values of all the given keys", since="1.0.0",
         complexity="O(N) where N is the number of keys to retrieve.",
         tips=("request_policy:multi_shard",), key_specs=(ks("RO access", 1, -1),)),
-    cmd("mset", -3, "write denyoom", (1, -1, 2), acl="string", group="string",
+    cmd("mset", -3, "write denyoom", acl="string", group="string",
         summary="Set multiple keys to multiple values", since="1.0.1",
         complexity="O(N) where N is the number of keys to set.",
         tips=("request_policy:multi_shard", "response_policy:all_succeeded"),
         key_specs=(ks("OW update", 1, -1, 2),),
         value_args=(2, 2)),
-    cmd("msetnx", -3, "write denyoom", (1, -1, 2), acl="string", group="string",
+    cmd("msetnx", -3, "write denyoom", acl="string", group="string",
         summary="Set multiple keys to multiple values, only if none of the keys exist", since="1.0.1",
         complexity="O(N) where N is the number of keys to set.",
         tips=("request_policy:multi_shard", "response_policy:agg_min"),
         key_specs=(ks("OW insert", 1, -1, 2),),
         value_args=(2, 2)),
-    cmd("getdel", 2, "write fast", (1, 1, 1), acl="string", group="string",
+    cmd("getdel", 2, "write fast", acl="string", group="string",
         summary="Get the value of a key and delete the key", since="6.2.0", complexity="O(1)",
         key_specs=(ks("RW access delete", 1),)),
-    cmd("getex", -2, "write fast", (1, 1, 1), acl="string", group="string",
+    cmd("getex", -2, "write fast", acl="string", group="string",
         summary="Get the value of a key and optionally set its expiration", since="6.2.0",
         complexity="O(1)",
         key_specs=(ks("RW access update", 1, notes="RW and UPDATE because it changes the TTL"),)),
-    cmd("getset", 3, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+    cmd("getset", 3, "write denyoom fast", acl="string", group="string",
         summary="Set the string value of a key and return its old value", since="1.0.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),),
         value_args=(2, 0)),
-    cmd("append", 3, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+    cmd("append", 3, "write denyoom fast", acl="string", group="string",
         summary="Append a value to a key", since="2.0.0", complexity="O(1). The amortized time "
         "complexity is O(1) assuming the appended value is small and the already present value is of "
         "any size, since the dynamic string library used by Redis will double the free space available "
         "on every reallocation.", key_specs=(ks("RW insert", 1),)),
-    cmd("strlen", 2, "readonly fast", (1, 1, 1), acl="string", group="string",
+    cmd("strlen", 2, "readonly fast", acl="string", group="string",
         summary="Get the length of the value stored in a key", since="2.2.0", complexity="O(1)",
         key_specs=(ks("RO", 1),)),
-    cmd("getrange", 4, "readonly", (1, 1, 1), acl="string", group="string",
+    cmd("getrange", 4, "readonly", acl="string", group="string",
         summary="Get a substring of the string stored at a key", since="2.4.0",
         complexity="O(N) where N is the length of the returned string. The complexity is ultimately "
         "determined by the returned length, but because creating a substring from an existing string "
         "is very cheap, it can be considered O(1) for small strings.", key_specs=(ks("RO access", 1),)),
-    cmd("setrange", 4, "write denyoom", (1, 1, 1), acl="string", group="string",
+    cmd("setrange", 4, "write denyoom", acl="string", group="string",
         summary="Overwrite part of a string at key starting at the specified offset", since="2.2.0",
         complexity="O(1), not counting the time taken to copy the new string in place. Usually, this "
         "string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with "
         "M being the length of the value argument.", key_specs=(ks("RW update", 1),)),
-    cmd("substr", 4, "readonly", (1, 1, 1), acl="string", group="string",
+    cmd("substr", 4, "readonly", acl="string", group="string",
         summary="Get a substring of the string stored at a key", since="1.0.0",
         complexity="O(N) where N is the length of the returned string. The complexity is ultimately "
         "determined by the returned length, but because creating a substring from an existing string "
         "is very cheap, it can be considered O(1) for small strings.", key_specs=(ks("RO access", 1),)),
-    cmd("incr", 2, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+    cmd("incr", 2, "write denyoom fast", acl="string", group="string",
         summary="Increment the integer value of a key by one", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access update", 1),)),
-    cmd("decr", 2, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+    cmd("decr", 2, "write denyoom fast", acl="string", group="string",
         summary="Decrement the integer value of a key by one", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access update", 1),)),
-    cmd("incrby", 3, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+    cmd("incrby", 3, "write denyoom fast", acl="string", group="string",
         summary="Increment the integer value of a key by the given amount", since="1.0.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
-    cmd("decrby", 3, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+    cmd("decrby", 3, "write denyoom fast", acl="string", group="string",
         summary="Decrement the integer value of a key by the given number", since="1.0.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
-    cmd("incrbyfloat", 3, "write denyoom fast", (1, 1, 1), acl="string", group="string",
+    cmd("incrbyfloat", 3, "write denyoom fast", acl="string", group="string",
         summary="Increment the float value of a key by the given amount", since="2.6.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
 
     # --- keyspace (commands/keys.py) --------------------------------------
-    cmd("del", -2, "write", (1, -1, 1), acl="keyspace", group="generic", summary="Delete a key",
+    cmd("del", -2, "write", acl="keyspace", group="generic", summary="Delete a key",
         since="1.0.0", complexity="O(N) where N is the number of keys that will be removed. When a key "
         "to remove holds a value other than a string, the individual complexity for this key is O(M) "
         "where M is the number of elements in the list, set, sorted set or hash. Removing a single key "
         "that holds a string value is O(1).",
         tips=("request_policy:multi_shard", "response_policy:agg_sum"),
         key_specs=(ks("RM delete", 1, -1),)),
-    cmd("unlink", -2, "write fast", (1, -1, 1), acl="keyspace", group="generic",
+    cmd("unlink", -2, "write fast", acl="keyspace", group="generic",
         summary="Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non "
         "blocking.", since="4.0.0", complexity="O(1) for each key removed regardless of its size. Then "
         "the command does O(N) work in a different thread in order to reclaim memory, where N is the "
         "number of allocations the deleted objects where composed of.",
         tips=("request_policy:multi_shard", "response_policy:agg_sum"),
         key_specs=(ks("RM delete", 1, -1),)),
-    cmd("exists", -2, "readonly fast", (1, -1, 1), acl="keyspace", group="generic",
+    cmd("exists", -2, "readonly fast", acl="keyspace", group="generic",
         summary="Determine if a key exists", since="1.0.0",
         complexity="O(N) where N is the number of keys to check.",
         tips=("request_policy:multi_shard", "response_policy:agg_sum"), key_specs=(ks("RO", 1, -1),)),
-    cmd("type", 2, "readonly fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("type", 2, "readonly fast", acl="keyspace", group="generic",
         summary="Determine the type stored at key", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RO", 1),)),
-    cmd("expire", -3, "write fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("expire", -3, "write fast", acl="keyspace", group="generic",
         summary="Set a key's time to live in seconds", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW update", 1),)),
-    cmd("pexpire", -3, "write fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("pexpire", -3, "write fast", acl="keyspace", group="generic",
         summary="Set a key's time to live in milliseconds", since="2.6.0", complexity="O(1)",
         key_specs=(ks("RW update", 1),)),
-    cmd("expireat", -3, "write fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("expireat", -3, "write fast", acl="keyspace", group="generic",
         summary="Set the expiration for a key as a UNIX timestamp", since="1.2.0", complexity="O(1)",
         key_specs=(ks("RW update", 1),)),
-    cmd("pexpireat", -3, "write fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("pexpireat", -3, "write fast", acl="keyspace", group="generic",
         summary="Set the expiration for a key as a UNIX timestamp specified in milliseconds",
         since="2.6.0", complexity="O(1)", key_specs=(ks("RW update", 1),)),
-    cmd("ttl", 2, "readonly fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("ttl", 2, "readonly fast", acl="keyspace", group="generic",
         summary="Get the time to live for a key in seconds", since="1.0.0", complexity="O(1)",
         tips=("nondeterministic_output",), key_specs=(ks("RO access", 1),)),
-    cmd("pttl", 2, "readonly fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("pttl", 2, "readonly fast", acl="keyspace", group="generic",
         summary="Get the time to live for a key in milliseconds", since="2.6.0", complexity="O(1)",
         tips=("nondeterministic_output",), key_specs=(ks("RO access", 1),)),
-    cmd("expiretime", 2, "readonly fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("expiretime", 2, "readonly fast", acl="keyspace", group="generic",
         summary="Get the expiration Unix timestamp for a key", since="7.0.0", complexity="O(1)",
         key_specs=(ks("RO access", 1),)),
-    cmd("pexpiretime", 2, "readonly fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("pexpiretime", 2, "readonly fast", acl="keyspace", group="generic",
         summary="Get the expiration Unix timestamp for a key in milliseconds", since="7.0.0",
         complexity="O(1)", key_specs=(ks("RO access", 1),)),
-    cmd("persist", 2, "write fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("persist", 2, "write fast", acl="keyspace", group="generic",
         summary="Remove the expiration from a key", since="2.2.0", complexity="O(1)",
         key_specs=(ks("RW update", 1),)),
     cmd("keys", 2, "readonly", acl="keyspace dangerous", group="generic",
@@ -592,47 +637,47 @@ SPECS = [
     cmd("randomkey", 1, "readonly", acl="keyspace", group="generic",
         summary="Return a random key from the keyspace", since="1.0.0", complexity="O(1)",
         tips=("request_policy:all_shards", "nondeterministic_output")),
-    cmd("rename", 3, "write", (1, 2, 1), acl="keyspace", group="generic", summary="Rename a key",
+    cmd("rename", 3, "write", acl="keyspace", group="generic", summary="Rename a key",
         since="1.0.0", complexity="O(1)", key_specs=(ks("RW access delete", 1), ks("OW update", 2))),
-    cmd("renamenx", 3, "write fast", (1, 2, 1), acl="keyspace", group="generic",
+    cmd("renamenx", 3, "write fast", acl="keyspace", group="generic",
         summary="Rename a key, only if the new key does not exist", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access delete", 1), ks("OW insert", 2))),
-    cmd("copy", -3, "write denyoom", (1, 2, 1), acl="keyspace", group="generic", summary="Copy a key",
+    cmd("copy", -3, "write denyoom", acl="keyspace", group="generic", summary="Copy a key",
         since="6.2.0", complexity="O(N) worst case for collections, where N is the number of nested "
         "items. O(1) for string values.", key_specs=(ks("RO access", 1), ks("OW update", 2))),
-    cmd("move", 3, "write fast", (1, 1, 1), acl="keyspace", group="generic",
+    cmd("move", 3, "write fast", acl="keyspace", group="generic",
         summary="Move a key to another database", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access update", 1),)),
-    cmd("touch", -2, "readonly fast", (1, -1, 1), acl="keyspace", group="generic",
+    cmd("touch", -2, "readonly fast", acl="keyspace", group="generic",
         summary="Alters the last access time of a key(s). Returns the number of existing keys "
         "specified.", since="3.2.1",
         complexity="O(N) where N is the number of keys that will be touched.",
         tips=("request_policy:multi_shard", "response_policy:agg_sum"), key_specs=(ks("RO", 1, -1),)),
     cmd("object", -2, group="generic", summary="A container for object introspection commands",
         since="2.2.3", complexity="Depends on subcommand."),
-    cmd("object|encoding", 3, "readonly", (2, 2, 1), acl="keyspace", group="generic",
+    cmd("object|encoding", 3, "readonly", acl="keyspace", group="generic",
         summary="Inspect the internal encoding of a Redis object", since="2.2.3", complexity="O(1)",
         tips=("nondeterministic_output",), key_specs=(ks("RO", 2),)),
-    cmd("object|freq", 3, "readonly", (2, 2, 1), acl="keyspace", group="generic",
+    cmd("object|freq", 3, "readonly", acl="keyspace", group="generic",
         summary="Get the logarithmic access frequency counter of a Redis object", since="4.0.0",
         complexity="O(1)", tips=("nondeterministic_output",), key_specs=(ks("RO", 2),)),
     cmd("object|help", 2, "loading stale", acl="keyspace", group="generic",
         summary="Show helpful text about the different subcommands", since="6.2.0", complexity="O(1)"),
-    cmd("object|idletime", 3, "readonly", (2, 2, 1), acl="keyspace", group="generic",
+    cmd("object|idletime", 3, "readonly", acl="keyspace", group="generic",
         summary="Get the time since a Redis object was last accessed", since="2.2.3", complexity="O(1)",
         tips=("nondeterministic_output",), key_specs=(ks("RO", 2),)),
-    cmd("object|refcount", 3, "readonly", (2, 2, 1), acl="keyspace", group="generic",
+    cmd("object|refcount", 3, "readonly", acl="keyspace", group="generic",
         summary="Get the number of references to the value of the key", since="2.2.3",
         complexity="O(1)", tips=("nondeterministic_output",), key_specs=(ks("RO", 2),)),
     cmd("dbsize", 1, "readonly fast", acl="keyspace", group="server", family="keys",
         summary="Return the number of keys in the selected database", since="1.0.0", complexity="O(1)",
         tips=("request_policy:all_shards", "response_policy:agg_sum")),
     cmd("flushdb", -1, "write", acl="keyspace dangerous", group="server", family="keys",
-        summary="Remove all keys from the current database", since="1.0.0",
+        audit_event="flushdb", summary="Remove all keys from the current database", since="1.0.0",
         complexity="O(N) where N is the number of keys in the selected database",
         tips=("request_policy:all_shards", "response_policy:all_succeeded")),
     cmd("flushall", -1, "write", acl="keyspace dangerous", group="server", family="keys",
-        summary="Remove all keys from all databases", since="1.0.0",
+        audit_event="flushall", summary="Remove all keys from all databases", since="1.0.0",
         complexity="O(N) where N is the total number of keys in all databases",
         tips=("request_policy:all_shards", "response_policy:all_succeeded")),
     cmd("swapdb", 3, "write fast", acl="keyspace dangerous", group="server", family="keys",
@@ -641,7 +686,7 @@ SPECS = [
     cmd("memory", -2, group="server", family="keys",
         summary="A container for memory diagnostics commands", since="4.0.0",
         complexity="Depends on subcommand."),
-    cmd("memory|usage", -3, "readonly", (2, 2, 1), group="server", family="keys",
+    cmd("memory|usage", -3, "readonly", group="server", family="keys",
         summary="Estimate the memory usage of a key", since="4.0.0",
         complexity="O(N) where N is the number of samples.", key_specs=(ks("RO", 2),)),
     cmd("memory|help", 2, "loading stale", group="server", family="keys",

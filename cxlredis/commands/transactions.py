@@ -5,7 +5,8 @@ entry — write, delete, expiry, rename, flush — gives the key another
 generation, so EXEC aborts exactly when a watched key was touched, whichever
 client (or expiry) touched it.
 """
-from .. import dispatch, errors
+from .. import errors
+from ..sessions import watched_keys_changed
 from ..slots import release_slots
 from ..errors import CommandError
 
@@ -31,20 +32,13 @@ def cmd_exec(c, argv):
         # c.multi stays set while the queue runs: CLIENT INFO inside EXEC shows flags=x, as in Redis.
         c.reply.array(len(queued))
         for argv_queued in queued:
-            spec, _ = dispatch.lookup(argv_queued)
-            dispatch.call_queued(c, spec, argv_queued)
+            c.run_queued(argv_queued)
     finally:
         c.multi = None
         c.multi_dirty = False
         c.watched.clear()
         for argv_queued in queued:
             release_slots(argv_queued)
-
-
-def watched_keys_changed(c):
-    store = c.store
-    return any(store.key_generation(db, key) != generation
-               for (db, key), generation in c.watched.items())
 
 
 def cmd_discard(c, argv):

@@ -214,12 +214,13 @@ def test_bad_acl_file_stops_the_start(tmp_path):
     ("user", 1),
 ])
 def test_bad_user_directives_are_fatal_config_errors(tmp_path, lines, line_number):
-    from cxlredis.config import Config, ConfigError
+    from cxlredis.cli import load_config
+    from cxlredis.config import ConfigError
     conf = tmp_path / "users.conf"
     conf.write_text(lines + "\n")
     redis_output = _redis_start_failure(tmp_path, str(conf))
     with pytest.raises(ConfigError) as ours:
-        Config.load([str(conf)], environ={})
+        load_config([str(conf)], environ={})
     our_lines = str(ours.value).split("\n")
     assert our_lines[1] == f"Reading the configuration file, at line {line_number}"
     # The offending line and the reason, as redis-server prints them.
@@ -229,11 +230,12 @@ def test_bad_user_directives_are_fatal_config_errors(tmp_path, lines, line_numbe
 
 def test_unclosed_selector_in_a_user_directive(tmp_path):
     # redis-server 7.0 reports this one as an unknown command; cxlredis says what is wrong.
-    from cxlredis.config import Config, ConfigError
+    from cxlredis.cli import load_config
+    from cxlredis.config import ConfigError
     conf = tmp_path / "users.conf"
     conf.write_text("user x on (~a +get\n")
     with pytest.raises(ConfigError) as error:
-        Config.load([str(conf)], environ={})
+        load_config([str(conf)], environ={})
     assert str(error.value).split("\n")[1:] == [
         "Reading the configuration file, at line 1", ">>> 'user x on (~a +get'",
         "Error in user declaration 'x': Unmatched parenthesis in acl selector starting at '(~a'."]

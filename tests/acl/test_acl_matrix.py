@@ -114,7 +114,7 @@ SPECS = [spec for spec in all_specs() if not spec.subcommands
 
 def _prepare_keys(conn, spec, call):
     """Give the call's keys values of the type its command expects."""
-    from cxlredis.acl import key_arguments
+    from cxlredis.commands.keyspecs import key_arguments
     for index, _ in key_arguments(spec, [w.encode() for w in call]):
         key = call[index]
         conn.request("DEL", key)

@@ -28,7 +28,7 @@ is required the same way.
 ``node_directory(tmp_path, host_path) -> Path``  the stand-in of a node directory.
 ``probe_socket(docs) -> str``  the unix socket the readiness probe connects to.
 ``load_config(docs, tmp_path, external=None) -> Config``  that file through the
-    server's own loader (``cxlredis.config.Config.load``).
+    server's own loader (``cxlredis.cli.load_config``).
 ``ChartServer(conf, options)``  a ServerProcess started from a rendered config,
     up when ``cxlredis.healthcheck`` answers on its unix socket (so a required
     password or a TLS-only port is fine).
@@ -48,7 +48,7 @@ import pytest
 import yaml
 
 from conftest import REPO_ROOT, ServerProcess
-from cxlredis import healthcheck
+from cxlredis import cli, healthcheck
 from cxlredis.config import Config
 
 CHART = REPO_ROOT / "helm" / "cxlredis"
@@ -206,7 +206,7 @@ def server_config(docs, tmp_path: Path, external: dict | None = None,
 
 
 def load_config(docs, tmp_path: Path, external: dict | None = None) -> Config:
-    return Config.load([str(server_config(docs, tmp_path, external))], environ={})
+    return cli.load_config([str(server_config(docs, tmp_path, external))], environ={})
 
 
 class ChartServer(ServerProcess):

@@ -1,0 +1,64 @@
+"""The command table as the single source: lookups, key positions and the per-command
+facts that dispatch, the audit log and COMMAND read from it (in-process)."""
+import pytest
+
+from cxlredis import audit, commands, errors
+from cxlredis.commands import all_specs
+from cxlredis.commands.keyspecs import READ, WRITE, key_arguments, key_positions
+
+
+def test_lookup_folds_ascii_case_and_finds_subcommands():
+    assert commands.lookup([b"GeT", b"k"]) == (commands.COMMANDS["get"], None)
+    spec, error = commands.lookup([b"config", b"GET", b"maxmemory"])
+    assert (spec.name, error) == ("config|get", None)
+
+
+@pytest.mark.parametrize("argv, error", [
+    ([b"nosuch", b"a"], errors.unknown_command([b"nosuch", b"a"])),
+    ([b"config", b"nosuch"], errors.unknown_subcommand(b"nosuch", b"config")),
+    ([b"get"], errors.wrong_arity("get")),
+    ([b"config"], errors.wrong_arity("config")),
+])
+def test_lookup_errors_are_redis_texts(argv, error):
+    assert commands.lookup(argv)[1] == error
+
+
+def test_find_by_full_name():
+    assert commands.find_by_full_name(b"CLIENT|List").name == "client|list"
+    assert commands.find_by_full_name(b"client|nosuch") is None
+    assert commands.find_by_full_name(b"nosuch") is None
+
+
+def test_only_redis_immediate_commands_skip_the_multi_queue():
+    immediate = {spec.name for spec in all_specs() if not spec.queued_in_multi}
+    # processCommand's list in Redis 7.0
+    assert immediate == {"exec", "discard", "multi", "watch", "quit", "reset"}
+
+
+def test_every_audit_event_has_its_details():
+    events = {spec.name: spec.audit_event for spec in all_specs() if spec.audit_event}
+    assert events == {"config|set": "config_set", "config|rewrite": "config_rewrite",
+                      "config|resetstat": "config_resetstat", "flushdb": "flushdb",
+                      "flushall": "flushall"}
+    assert set(events.values()) == set(audit.COMMAND_EVENT_DETAILS)
+
+
+@pytest.mark.parametrize("name, legacy", [
+    ("get", (1, 1, 1)), ("mset", (1, -1, 2)), ("copy", (1, 2, 1)), ("del", (1, -1, 1)),
+    ("cxl|mgetref", (2, -1, 1)), ("ping", (0, 0, 0)), ("object|encoding", (2, 2, 1)),
+])
+def test_legacy_key_range_derives_from_the_key_specs(name, legacy):
+    assert commands.find_by_full_name(name.encode()).legacy_key_range == legacy
+
+
+def test_key_positions_follow_the_key_specs():
+    mset = commands.COMMANDS["mset"]
+    assert key_positions(mset, [b"mset", b"a", b"1", b"b", b"2"]) == [1, 3]
+    # A variadic command given too few arguments has no key past them.
+    assert key_positions(commands.COMMANDS["del"], [b"del"]) == []
+
+
+def test_set_reads_its_key_only_with_get():
+    spec = commands.COMMANDS["set"]
+    assert key_arguments(spec, [b"set", b"k", b"v"]) == [(1, WRITE)]
+    assert key_arguments(spec, [b"set", b"k", b"v", b"gEt"]) == [(1, READ | WRITE)]
