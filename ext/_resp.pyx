@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""RESP request parsing and reply encoding (knows nothing of the store).
+"""RESP request parsing and reply encoding (of the store it knows only the view, pin
+and arena of a keyspace, in ReplyWriter.entry).
 
 RequestParser turns the bytes a client sends into argument lists with the
 exact acceptance rules and error texts of Redis 7.0; a large bulk argument is
@@ -7,7 +8,13 @@ received straight into a buffer the connection supplies (an arena slot), so
 it is never copied through a Python bytes object.
 
 ReplyWriter encodes replies for RESP2 or RESP3 into one growing buffer and
-queues large values by reference, to be handed to the transport in order.
+queues large values by reference, to be handed to the transport in order. It
+alone decides whether arena bytes are copied or sent by reference (pinned):
+handlers give it an entry of a keyspace (ReplyWriter.entry), never a view.
+
+Both read one LargeValueThreshold, shared by every connection of a server, so
+CONFIG SET large-value-threshold reaches every parser, writer and the fast
+path at once.
 """
 from cpython.buffer cimport Py_buffer, PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
 from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_AS_STRING
@@ -205,6 +212,32 @@ def split_args(data):
     return _split_inline(raw, len(raw))
 
 
+cdef class LargeValueThreshold:
+    """large-value-threshold, one object per server that every parser, reply writer and
+    the fast path read when they decide (the server sets `value` on CONFIG SET): an
+    argument this long is received into a target, a value this long is sent by reference."""
+
+    def __init__(self, Py_ssize_t value):
+        self.value = value
+
+    @property
+    def value(self):
+        return self.nbytes
+
+    @value.setter
+    def value(self, Py_ssize_t nbytes):
+        if nbytes < 1:
+            raise ValueError("large-value-threshold must be positive")
+        self.nbytes = nbytes
+
+
+cdef LargeValueThreshold _shared_threshold(object threshold):
+    """threshold itself when it is one, else a threshold of its own (tests, tools)."""
+    if isinstance(threshold, LargeValueThreshold):
+        return threshold
+    return LargeValueThreshold(threshold)
+
+
 cdef str _printable(char c):
     """The byte as Redis's error reply carries it: CR/LF become spaces, other
     bytes pass through (non-ASCII as surrogate escapes, see ReplyWriter.error)."""
@@ -224,12 +257,11 @@ cdef class RequestParser:
 
 
     def __init__(self, long long proto_max_bulk_len=512 * 1024 * 1024,
-                 Py_ssize_t large_arg_threshold=65536,
+                 large_arg_threshold=65536,
                  long long query_buffer_limit=1024 * 1024 * 1024):
-        if large_arg_threshold < 1:
-            raise ValueError("large_arg_threshold must be positive")
+        """large_arg_threshold: the server's LargeValueThreshold, or a number of bytes."""
         self._max_bulk = proto_max_bulk_len
-        self._threshold = large_arg_threshold
+        self._threshold = _shared_threshold(large_arg_threshold)
         self._query_limit = query_buffer_limit
         self._authenticated = True
         self._new_buffer(INITIAL_BUFFER)
@@ -275,7 +307,7 @@ cdef class RequestParser:
 
     @property
     def large_arg_threshold(self):
-        return self._threshold
+        return self._threshold.nbytes
 
     @property
     def authenticated(self):
@@ -536,7 +568,8 @@ cdef class RequestParser:
                     self._fail("unauthenticated bulk length")
                 self._start += line + 2
                 self._scanned = 0
-                if length >= self._threshold:
+                # decided once per argument: a later CONFIG SET does not move it
+                if length >= self._threshold.nbytes:
                     self._target_len = length
                     return None
                 self._bulk_len = length
@@ -576,7 +609,13 @@ cdef inline Py_ssize_t _format_ll(char *out, long long value) noexcept:
 
 
 cdef class ReplyWriter:
-    """Encodes replies for one connection (RESP2 or RESP3) until flush()."""
+    """Encodes replies for one connection (RESP2 or RESP3) until flush().
+
+    What it holds by reference until flush() must not change meanwhile: a bytes
+    object (immutable), or an arena entry's bytes it pinned itself (entry()). Any
+    other buffer is copied, whatever its size: only entry() knows how to keep
+    arena memory from being reused while the transport still sends it.
+    """
 
 
     def __cinit__(self):
@@ -587,9 +626,10 @@ cdef class ReplyWriter:
         self._large = []
         self._tokens = []
 
-    def __init__(self, int protocol=2, Py_ssize_t large_threshold=65536):
+    def __init__(self, int protocol=2, large_threshold=65536):
+        """large_threshold: the server's LargeValueThreshold, or a number of bytes."""
         self.protocol = protocol
-        self._threshold = large_threshold
+        self._threshold = _shared_threshold(large_threshold)
 
     def __dealloc__(self):
         PyMem_Free(self._buf)
@@ -606,7 +646,7 @@ cdef class ReplyWriter:
 
     @property
     def large_threshold(self):
-        return self._threshold
+        return self._threshold.nbytes
 
     @property
     def pending(self):
@@ -668,24 +708,24 @@ cdef class ReplyWriter:
         return 0
 
     cdef int _bulk_from(self, object data) except -1:
+        """A bulk reply of bytes, str or any other buffer: a large bytes object by
+        reference, everything else copied (a buffer may be arena memory: see entry())."""
         cdef const char *text
         cdef Py_ssize_t n
         cdef Py_buffer view
         if type(data) is bytes:
             n = PyBytes_GET_SIZE(data)
-            if n < self._threshold:
+            if n < self._threshold.nbytes:
                 return self._copied_bulk(PyBytes_AS_STRING(data), n)
         elif isinstance(data, str):
             text = PyUnicode_AsUTF8AndSize(data, &n)
-            if n < self._threshold:
+            if n < self._threshold.nbytes:
                 return self._copied_bulk(text, n)
             data = data.encode()
         else:
             PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-            n = view.len
             try:
-                if n < self._threshold:
-                    return self._copied_bulk(<const char *>view.buf, n)
+                return self._copied_bulk(<const char *>view.buf, view.len)
             finally:
                 PyBuffer_Release(&view)
         self._header(b'$', n)
@@ -723,18 +763,30 @@ cdef class ReplyWriter:
     def bulk(self, data):
         self._bulk_from(data)
 
-    def pinned_bulk(self, view, token):
-        """A value sent by reference (never copied); token (an arena pin) is
-        returned by the flush() that hands the view to the transport."""
+    def entry(self, store, unsigned long long off, Py_ssize_t start=0, Py_ssize_t stop=-1):
+        """A bulk reply of the value of store's (a Keyspace's) entry `off`, or of its
+        bytes [start, stop) (stop -1: to the end). The one place that chooses between
+        copying arena bytes and sending them by reference, reading the threshold as it
+        is now: below it they are copied here; at or above it the entry is pinned and
+        its bytes queued, and the pin's token (arena, off) comes back from the flush()
+        that hands them over (or from rollback() / discard()), for the caller to unpin."""
         cdef Py_buffer info
         cdef Py_ssize_t n
+        view = store.view(off)
+        if start or stop >= 0:
+            view = view[start:stop] if stop >= 0 else view[start:]
         PyObject_GetBuffer(view, &info, PyBUF_SIMPLE)
         n = info.len
-        PyBuffer_Release(&info)
+        try:
+            if n < self._threshold.nbytes:
+                return self._copied_bulk(<const char *>info.buf, n)
+        finally:
+            PyBuffer_Release(&info)
+        store.pin(off)     # the token names the arena: it unpins even after the tenant is gone
+        self._tokens.append((store.arena, off))
         self._header(b'$', n)
         self._queue(view, n)
         self._put(b"\r\n", 2)
-        self._tokens.append(token)
 
     def null(self):
         self._null()
@@ -810,7 +862,11 @@ cdef class ReplyWriter:
                 self._bulk_from(item)
 
     def raw(self, data):
+        """data as it is; a large bytes object (a MONITOR line) by reference."""
         cdef Py_buffer view
+        if type(data) is bytes and PyBytes_GET_SIZE(data) >= self._threshold.nbytes:
+            self._queue(data, PyBytes_GET_SIZE(data))
+            return
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
             self._put(<const char *>view.buf, view.len)
@@ -825,7 +881,7 @@ cdef class ReplyWriter:
 
     def rollback(self, mark):
         """Drop everything written since mark; returns the tokens of the
-        dropped pinned_bulk() calls, for the caller to unpin."""
+        pins entry() took for what was dropped, for the caller to unpin."""
         epoch, length, large, tokens = mark
         if epoch != self._epoch:
             raise ValueError("mark predates the last flush")
@@ -845,7 +901,7 @@ cdef class ReplyWriter:
 
     def flush(self, transport):
         """Hand everything to transport.writelines() in order and reset;
-        returns the tokens of the pinned_bulk() calls handed over."""
+        returns the tokens of the pins entry() took for what it handed over."""
         cdef list parts
         cdef Py_ssize_t previous = 0, position
         if self._len == 0 and not self._large:
