@@ -497,6 +497,42 @@ def test_replies_in_flight_keep_their_bytes_after_config_set_threshold(bigc, big
         time.sleep(0.01)
 
 
+@pytest.mark.skipif(TARGET != "cxlredis", reason="arena pinning is cxlredis-specific")
+def test_hash_values_in_flight_keep_their_bytes(bigc, big):
+    """HGET / HMGET / HGETALL / HVALS send a large field value from the arena entry,
+    pinned: deleting the hash and reusing its block does not touch the replies."""
+    size = 200 * 1024
+    value = blob(size, 7)
+    bigc.hset("h", mapping={"small": "s", "big": value})
+    reader = _slow_reader(big.port)
+    try:
+        calls = bigc.info("commandstats").get("cmdstat_hget", {}).get("calls", 0)
+        # more than the sockets' buffers hold (8 MiB): most replies wait in the server
+        reader.sendall(encode_command("HGET", "h", "big") * 40 + encode_command("HMGET", "h", "big", "small")
+                       + encode_command("HGETALL", "h") + encode_command("HVALS", "h"))
+        _wait_for_calls(bigc, "hvals", 1)
+        assert bigc.info("commandstats")["cmdstat_hget"]["calls"] == calls + 40
+        assert _arena_counters(bigc)[0] >= 1            # sent by reference, pinned
+        bigc.delete("h")
+        for i in range(20):
+            bigc.hset(f"fresh{i}", "big", blob(size, 8 + i))
+        for _ in range(40):
+            assert _read_exact_bulk(reader, size) == value
+        assert _recv_exactly(reader, 4) == b"*2\r\n"
+        assert _read_exact_bulk(reader, size) == value
+        assert _recv_exactly(reader, 7) == b"$1\r\ns\r\n"
+        assert _recv_exactly(reader, 4 + 11 + 7 + 9) == b"*4\r\n$5\r\nsmall\r\n$1\r\ns\r\n$3\r\nbig\r\n"
+        assert _read_exact_bulk(reader, size) == value
+        assert _recv_exactly(reader, 4 + 7) == b"*2\r\n$1\r\ns\r\n"
+        assert _read_exact_bulk(reader, size) == value
+    finally:
+        reader.close()
+    deadline = time.monotonic() + 10
+    while _arena_counters(bigc) != (0, 0):
+        assert time.monotonic() < deadline, f"still pinned: {_arena_counters(bigc)}"
+        time.sleep(0.01)
+
+
 def _recv_exactly(sock, n):
     data = bytearray()
     while len(data) < n:
