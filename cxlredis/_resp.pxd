@@ -2,6 +2,10 @@
 from cpython.buffer cimport Py_buffer
 
 
+cdef class LargeValueThreshold:
+    cdef Py_ssize_t nbytes          # read live by every parser, writer and the fast path
+
+
 cdef class RequestParser:
     # Input buffer: a bytearray that is replaced, never resized, so a view
     # handed out by get_buffer() stays valid even if the parser grows.
@@ -37,7 +41,7 @@ cdef class RequestParser:
     cdef bint _closed               # drop_target() was called: input is ignored from then on
     cdef long long _max_bulk
     cdef long long _query_limit
-    cdef Py_ssize_t _threshold
+    cdef LargeValueThreshold _threshold   # the server's, shared
     cdef bint _authenticated
 
     cdef int _new_buffer(self, Py_ssize_t capacity) except -1
@@ -58,9 +62,9 @@ cdef class ReplyWriter:
     cdef Py_ssize_t _cap
     cdef list _large                # [(position in _buf, object, nbytes)]: sent by reference before _buf[position:]
     cdef Py_ssize_t _large_bytes
-    cdef list _tokens               # tokens of pinned_bulk() calls not yet handed over
+    cdef list _tokens               # tokens of the pins entry() took, not yet handed over
     cdef int _resp
-    cdef Py_ssize_t _threshold
+    cdef LargeValueThreshold _threshold   # the server's, shared
     cdef size_t _epoch              # bumped by flush() and discard(): older marks are stale
 
     cdef char *_reserve(self, Py_ssize_t n) except NULL

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, NamedTuple
 
-from ._resp import split_args as _split_args
+from ._resp import quoted as _quoted, split_args as _split_args
 from ._store import glob_match as _glob_match
 from .errors import CommandError
 from .files import write_atomically
@@ -102,27 +102,7 @@ def split_args(line: str) -> list[str]:
 
 def quote(value: str) -> str:
     """Redis's sdscatrepr: a double-quoted form that split_args reads back."""
-    out = ['"']
-    for byte in _raw(value):
-        ch = chr(byte)
-        if ch in '\\"':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\a":
-            out.append("\\a")
-        elif ch == "\b":
-            out.append("\\b")
-        elif 0x20 <= byte < 0x7F:
-            out.append(ch)
-        else:
-            out.append(f"\\x{byte:02x}")
-    out.append('"')
-    return "".join(out)
+    return _quoted(_raw(value)).decode("ascii")
 
 
 def glob_match(pattern: str, name: str) -> bool:

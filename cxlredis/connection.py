@@ -4,7 +4,8 @@ The protocol is an asyncio BufferedProtocol so the kernel copies socket bytes
 straight into the parser's buffer, or, for a large value argument, straight
 into the arena slot that will hold the value (invariant: no Python copy of a
 large value). Replies that reference arena memory pin their entry until the
-transport has flushed them (DESIGN.md invariant 2).
+transport has flushed them (DESIGN.md invariant 2): the ReplyWriter takes those
+pins itself (ReplyWriter.entry), and `inflight_pins` holds them until then.
 """
 import asyncio
 import logging
@@ -35,9 +36,10 @@ class Client(asyncio.BufferedProtocol):
         self.server = server
         self.store = server.store
         cfg = server.config
-        self.parser = RequestParser(cfg["proto-max-bulk-len"], cfg["large-value-threshold"],
+        # one threshold object for the server, read when each decision is made
+        self.parser = RequestParser(cfg["proto-max-bulk-len"], server.large_threshold,
                                     cfg["client-query-buffer-limit"])
-        self.reply = ReplyWriter(2, cfg["large-value-threshold"])
+        self.reply = ReplyWriter(2, server.large_threshold)
         self.transport = None
         self.id = 0
         self.name = b""
@@ -277,21 +279,6 @@ class Client(asyncio.BufferedProtocol):
         if isinstance(value, SlotArg):
             return value.commit(self.db, key, expire_at, keep_ttl)
         return self.store.set(self.db, key, value, expire_at, 0, keep_ttl)
-
-    def reply_entry(self, off):
-        """Reply with an arena entry's value: a view of the slot when large, pinned until sent."""
-        view = self.store.view(off)
-        if len(view) >= self.server.large_threshold:
-            self.reply_pinned(self.store, off, view)
-        else:
-            self.reply.bulk(view)
-
-    def reply_pinned(self, store, off, view):
-        """Reply with `view`, bytes of store's entry `off`, by reference: pinned until sent.
-        The token names the arena rather than the keyspace: it unpins even after the
-        tenant is gone."""
-        store.pin(off)
-        self.reply.pinned_bulk(view, (store.arena, off))
 
     def set_protocol(self, protover):
         self.protocol = protover

@@ -20,6 +20,7 @@ import asyncio
 import time
 from collections import deque
 
+from ._resp import monitor_line
 from .slots import SlotArg
 
 NEVER = 1 << 62                 # µs: a threshold no command reaches
@@ -102,29 +103,6 @@ def slowlog_args(argv):
         else:
             args.append(bytes(arg_view(arg)))
     return args
-
-
-# Bytes sdscatrepr writes as they are: printable ASCII but the quote and the backslash.
-_PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
-
-
-def _escaped(data):
-    """sdscatrepr's escapes, without the quotes. Python's unicode_escape writes every byte
-    the way Redis does except \\a and \\b (it writes \\x07, \\x08) and the double quote (left
-    as it is); escaping goes byte by byte, so splitting around those two is exact."""
-    if b"\a" in data or b"\b" in data:
-        return b"\\a".join(b"\\b".join(map(_escaped, piece.split(b"\b")))
-                           for piece in data.split(b"\a"))
-    return data.decode("latin-1").encode("unicode_escape").replace(b'"', b'\\"')
-
-
-def quoted(data):
-    """Redis's sdscatrepr of a byte string: double quotes, \\n \\r \\t \\a \\b \\\\ \\" escapes,
-    \\xhh for every other byte outside printable ASCII."""
-    data = bytes(data)
-    if not data.translate(None, _PLAIN):
-        return b'"' + data + b'"'
-    return b'"' + _escaped(data) + b'"'
 
 
 # ---------------------------------------------------------------- the slow log
@@ -271,7 +249,7 @@ class Monitors:
         origin = f"unix:{self.server.config['unixsocket']}" if is_unix_client(c) else c.addr
         head = b"+%d.%06d [%d %s]" % (seconds, rest // 1000, c.db,
                                       origin.encode("utf-8", "replace"))
-        return b" ".join([head] + [quoted(arg_view(arg)) for arg in argv]) + b"\r\n"
+        return monitor_line(head, [arg_view(arg) for arg in argv])
 
     def _flush(self):
         self._flush_scheduled = False

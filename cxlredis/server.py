@@ -14,6 +14,7 @@ import time
 
 from . import REDIS_COMPAT_VERSION
 from ._fastpath import Counters as FastCounters
+from ._resp import LargeValueThreshold
 from ._store import Arena
 from .acl import Acl
 from .audit import AuditLog
@@ -81,7 +82,8 @@ class Server:
         self.listeners = []
         self.unix_listener = None
         self.shutdown_requested = None
-        self.large_threshold = config["large-value-threshold"]
+        # every connection's parser and reply writer, and the fast path, read this one
+        self.large_threshold = LargeValueThreshold(config["large-value-threshold"])
         # Before the arena: a bad audit log path or ACL setup stops the start untouched.
         self.audit = AuditLog(config)
         self.acl = Acl(self)
@@ -122,7 +124,7 @@ class Server:
         cfg.on_change("loglevel", set_log_level)
         cfg.on_change("port", lambda v: self._rebind(port=v))
         cfg.on_change("bind", lambda v: self._rebind(bind=v))
-        cfg.on_change("large-value-threshold", lambda v: setattr(self, "large_threshold", v))
+        cfg.on_change("large-value-threshold", lambda v: setattr(self.large_threshold, "value", v))
         for name, attr in (("proto-max-bulk-len", "proto_max_bulk_len"),
                            ("client-query-buffer-limit", "query_buffer_limit")):
             cfg.on_change(name, lambda v, attr=attr: [setattr(c.parser, attr, v)

@@ -127,7 +127,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
         try:
             if op == GET:
                 found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                                   reply._threshold, &value, &value_len)
+                                   reply._threshold.nbytes, &value, &value_len)
             else:
                 set_string(store, db, key, <object>PyList_GET_ITEM(argv, 2))
         except Exception:

@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""RESP request parsing and reply encoding (knows nothing of the store).
+"""RESP request parsing and reply encoding (of the store it knows only the view, pin
+and arena of a keyspace, in ReplyWriter.entry).
 
 RequestParser turns the bytes a client sends into argument lists with the
 exact acceptance rules and error texts of Redis 7.0; a large bulk argument is
@@ -7,7 +8,13 @@ received straight into a buffer the connection supplies (an arena slot), so
 it is never copied through a Python bytes object.
 
 ReplyWriter encodes replies for RESP2 or RESP3 into one growing buffer and
-queues large values by reference, to be handed to the transport in order.
+queues large values by reference, to be handed to the transport in order. It
+alone decides whether arena bytes are copied or sent by reference (pinned):
+handlers give it an entry of a keyspace (ReplyWriter.entry), never a view.
+
+Both read one LargeValueThreshold, shared by every connection of a server, so
+CONFIG SET large-value-threshold reaches every parser, writer and the fast
+path at once.
 """
 from cpython.buffer cimport Py_buffer, PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
 from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_AS_STRING
@@ -19,6 +26,71 @@ from libc.string cimport memchr, memcpy, memmove
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
+
+cdef extern from *:
+    """
+    /* Redis's sdscatrepr (MONITOR's argument form): backslash, double quote, LF, CR,
+       TAB, BEL and BS as a backslash and one character, printable ASCII as it is,
+       every other byte as backslash, x and two hex digits. (Byte values, not C
+       escapes: this text goes through Python's string escapes first.)
+       CX_REPR_CODE[c] is the form of byte c, CX_REPR_LEN[c] its length (1, 2 or 4). */
+    enum { CX_BACKSLASH = 92, CX_QUOTE = 34, CX_LF = 10, CX_CR = 13, CX_TAB = 9,
+           CX_BEL = 7, CX_BS = 8 };
+    static char CX_REPR_CODE[256][4];
+    static unsigned char CX_REPR_LEN[256];
+
+    static void cx_repr_init(void) {
+        static const char hex[] = "0123456789abcdef";
+        static const unsigned char named[][2] = {{CX_BACKSLASH, CX_BACKSLASH}, {CX_QUOTE, CX_QUOTE},
+            {CX_LF, 'n'}, {CX_CR, 'r'}, {CX_TAB, 't'}, {CX_BEL, 'a'}, {CX_BS, 'b'}};
+        for (int c = 0; c < 256; c++) {
+            if (c >= 0x20 && c < 0x7f) {
+                CX_REPR_CODE[c][0] = (char)c;
+                CX_REPR_LEN[c] = 1;
+            } else {
+                memcpy(CX_REPR_CODE[c], (char[]){CX_BACKSLASH, 'x', hex[c >> 4], hex[c & 15]}, 4);
+                CX_REPR_LEN[c] = 4;
+            }
+        }
+        for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+            CX_REPR_CODE[named[i][0]][0] = CX_BACKSLASH;
+            CX_REPR_CODE[named[i][0]][1] = (char)named[i][1];
+            CX_REPR_LEN[named[i][0]] = 2;
+        }
+    }
+
+    /* The length of the quoted form of s[0, n), quotes included. */
+    static Py_ssize_t cx_repr_size(const unsigned char *s, Py_ssize_t n) {
+        Py_ssize_t size = 2;
+        for (Py_ssize_t i = 0; i < n; i++)
+            size += CX_REPR_LEN[s[i]];
+        return size;
+    }
+
+    /* Writes the quoted form of s[0, n) at out (cx_repr_size bytes); returns its end.
+       A byte's form is stored as 4 bytes whatever its length: past the last two bytes'
+       forms there are always 3 more bytes of the quoted form to be written, so those
+       stores stay inside it; the last two are stored at their length. */
+    static char *cx_repr_write(char *out, const unsigned char *s, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        *out++ = CX_QUOTE;
+        for (; i + 2 < n; i++) {
+            memcpy(out, CX_REPR_CODE[s[i]], 4);
+            out += CX_REPR_LEN[s[i]];
+        }
+        for (; i < n; i++) {
+            memcpy(out, CX_REPR_CODE[s[i]], CX_REPR_LEN[s[i]]);
+            out += CX_REPR_LEN[s[i]];
+        }
+        *out++ = CX_QUOTE;
+        return out;
+    }
+    """
+    void cx_repr_init()
+    Py_ssize_t cx_repr_size(const unsigned char *s, Py_ssize_t n) noexcept
+    char *cx_repr_write(char *out, const unsigned char *s, Py_ssize_t n) noexcept
+
+cx_repr_init()
 
 
 class ProtocolError(Exception):
@@ -198,11 +270,82 @@ def receive_buffer(Py_ssize_t n):
     return PyByteArray_FromStringAndSize(NULL, n)
 
 
+def quoted(data):
+    """Redis's sdscatrepr of a byte string (any buffer): double quotes, \\n \\r \\t \\a
+    \\b \\\\ \\" escapes, \\xhh for every other byte outside printable ASCII."""
+    cdef Py_buffer view
+    cdef bytes text
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        text = PyBytes_FromStringAndSize(NULL, cx_repr_size(<const unsigned char *>view.buf, view.len))
+        cx_repr_write(PyBytes_AS_STRING(text), <const unsigned char *>view.buf, view.len)
+        return text
+    finally:
+        PyBuffer_Release(&view)
+
+
+def monitor_line(bytes head, list args):
+    """A MONITOR line: head, then each argument (any buffer) quoted by sdscatrepr after a
+    space, then CRLF; complete however long the arguments are, as Redis 7.0 writes it."""
+    cdef Py_ssize_t count = len(args), i, size = PyBytes_GET_SIZE(head) + 2
+    cdef Py_buffer *views = <Py_buffer *>PyMem_Malloc(max(count, 1) * sizeof(Py_buffer))
+    cdef Py_ssize_t opened = 0
+    cdef bytes line
+    cdef char *out
+    if views == NULL:
+        raise MemoryError()
+    try:
+        for i in range(count):
+            PyObject_GetBuffer(args[i], &views[i], PyBUF_SIMPLE)
+            opened += 1
+            size += 1 + cx_repr_size(<const unsigned char *>views[i].buf, views[i].len)
+        line = PyBytes_FromStringAndSize(NULL, size)
+        out = PyBytes_AS_STRING(line)
+        memcpy(out, PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
+        out += PyBytes_GET_SIZE(head)
+        for i in range(count):
+            out[0] = b' '
+            out = cx_repr_write(out + 1, <const unsigned char *>views[i].buf, views[i].len)
+        out[0] = b'\r'
+        out[1] = b'\n'
+        return line
+    finally:
+        for i in range(opened):
+            PyBuffer_Release(&views[i])
+        PyMem_Free(views)
+
+
 def split_args(data):
     """Redis's sdssplitargs over bytes (inline requests, and config lines too):
     the arguments, or None when a quote is unbalanced."""
     cdef bytes raw = bytes(data)
     return _split_inline(raw, len(raw))
+
+
+cdef class LargeValueThreshold:
+    """large-value-threshold, one object per server that every parser, reply writer and
+    the fast path read when they decide (the server sets `value` on CONFIG SET): an
+    argument this long is received into a target, a value this long is sent by reference."""
+
+    def __init__(self, Py_ssize_t value):
+        self.value = value
+
+    @property
+    def value(self):
+        return self.nbytes
+
+    @value.setter
+    def value(self, Py_ssize_t nbytes):
+        if nbytes < 1:
+            raise ValueError("large-value-threshold must be positive")
+        self.nbytes = nbytes
+
+
+cdef LargeValueThreshold _shared_threshold(object threshold):
+    """threshold itself when it is one, else a threshold of its own (tests, tools)."""
+    if isinstance(threshold, LargeValueThreshold):
+        return threshold
+    return LargeValueThreshold(threshold)
 
 
 cdef str _printable(char c):
@@ -224,12 +367,11 @@ cdef class RequestParser:
 
 
     def __init__(self, long long proto_max_bulk_len=512 * 1024 * 1024,
-                 Py_ssize_t large_arg_threshold=65536,
+                 large_arg_threshold=65536,
                  long long query_buffer_limit=1024 * 1024 * 1024):
-        if large_arg_threshold < 1:
-            raise ValueError("large_arg_threshold must be positive")
+        """large_arg_threshold: the server's LargeValueThreshold, or a number of bytes."""
         self._max_bulk = proto_max_bulk_len
-        self._threshold = large_arg_threshold
+        self._threshold = _shared_threshold(large_arg_threshold)
         self._query_limit = query_buffer_limit
         self._authenticated = True
         self._new_buffer(INITIAL_BUFFER)
@@ -275,7 +417,7 @@ cdef class RequestParser:
 
     @property
     def large_arg_threshold(self):
-        return self._threshold
+        return self._threshold.nbytes
 
     @property
     def authenticated(self):
@@ -536,7 +678,8 @@ cdef class RequestParser:
                     self._fail("unauthenticated bulk length")
                 self._start += line + 2
                 self._scanned = 0
-                if length >= self._threshold:
+                # decided once per argument: a later CONFIG SET does not move it
+                if length >= self._threshold.nbytes:
                     self._target_len = length
                     return None
                 self._bulk_len = length
@@ -576,7 +719,13 @@ cdef inline Py_ssize_t _format_ll(char *out, long long value) noexcept:
 
 
 cdef class ReplyWriter:
-    """Encodes replies for one connection (RESP2 or RESP3) until flush()."""
+    """Encodes replies for one connection (RESP2 or RESP3) until flush().
+
+    What it holds by reference until flush() must not change meanwhile: a bytes
+    object (immutable), or an arena entry's bytes it pinned itself (entry()). Any
+    other buffer is copied, whatever its size: only entry() knows how to keep
+    arena memory from being reused while the transport still sends it.
+    """
 
 
     def __cinit__(self):
@@ -587,9 +736,10 @@ cdef class ReplyWriter:
         self._large = []
         self._tokens = []
 
-    def __init__(self, int protocol=2, Py_ssize_t large_threshold=65536):
+    def __init__(self, int protocol=2, large_threshold=65536):
+        """large_threshold: the server's LargeValueThreshold, or a number of bytes."""
         self.protocol = protocol
-        self._threshold = large_threshold
+        self._threshold = _shared_threshold(large_threshold)
 
     def __dealloc__(self):
         PyMem_Free(self._buf)
@@ -606,7 +756,7 @@ cdef class ReplyWriter:
 
     @property
     def large_threshold(self):
-        return self._threshold
+        return self._threshold.nbytes
 
     @property
     def pending(self):
@@ -668,24 +818,24 @@ cdef class ReplyWriter:
         return 0
 
     cdef int _bulk_from(self, object data) except -1:
+        """A bulk reply of bytes, str or any other buffer: a large bytes object by
+        reference, everything else copied (a buffer may be arena memory: see entry())."""
         cdef const char *text
         cdef Py_ssize_t n
         cdef Py_buffer view
         if type(data) is bytes:
             n = PyBytes_GET_SIZE(data)
-            if n < self._threshold:
+            if n < self._threshold.nbytes:
                 return self._copied_bulk(PyBytes_AS_STRING(data), n)
         elif isinstance(data, str):
             text = PyUnicode_AsUTF8AndSize(data, &n)
-            if n < self._threshold:
+            if n < self._threshold.nbytes:
                 return self._copied_bulk(text, n)
             data = data.encode()
         else:
             PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-            n = view.len
             try:
-                if n < self._threshold:
-                    return self._copied_bulk(<const char *>view.buf, n)
+                return self._copied_bulk(<const char *>view.buf, view.len)
             finally:
                 PyBuffer_Release(&view)
         self._header(b'$', n)
@@ -723,18 +873,30 @@ cdef class ReplyWriter:
     def bulk(self, data):
         self._bulk_from(data)
 
-    def pinned_bulk(self, view, token):
-        """A value sent by reference (never copied); token (an arena pin) is
-        returned by the flush() that hands the view to the transport."""
+    def entry(self, store, unsigned long long off, Py_ssize_t start=0, Py_ssize_t stop=-1):
+        """A bulk reply of the value of store's (a Keyspace's) entry `off`, or of its
+        bytes [start, stop) (stop -1: to the end). The one place that chooses between
+        copying arena bytes and sending them by reference, reading the threshold as it
+        is now: below it they are copied here; at or above it the entry is pinned and
+        its bytes queued, and the pin's token (arena, off) comes back from the flush()
+        that hands them over (or from rollback() / discard()), for the caller to unpin."""
         cdef Py_buffer info
         cdef Py_ssize_t n
+        view = store.view(off)
+        if start or stop >= 0:
+            view = view[start:stop] if stop >= 0 else view[start:]
         PyObject_GetBuffer(view, &info, PyBUF_SIMPLE)
         n = info.len
-        PyBuffer_Release(&info)
+        try:
+            if n < self._threshold.nbytes:
+                return self._copied_bulk(<const char *>info.buf, n)
+        finally:
+            PyBuffer_Release(&info)
+        store.pin(off)     # the token names the arena: it unpins even after the tenant is gone
+        self._tokens.append((store.arena, off))
         self._header(b'$', n)
         self._queue(view, n)
         self._put(b"\r\n", 2)
-        self._tokens.append(token)
 
     def null(self):
         self._null()
@@ -810,7 +972,11 @@ cdef class ReplyWriter:
                 self._bulk_from(item)
 
     def raw(self, data):
+        """data as it is; a large bytes object (a MONITOR line) by reference."""
         cdef Py_buffer view
+        if type(data) is bytes and PyBytes_GET_SIZE(data) >= self._threshold.nbytes:
+            self._queue(data, PyBytes_GET_SIZE(data))
+            return
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
             self._put(<const char *>view.buf, view.len)
@@ -825,7 +991,7 @@ cdef class ReplyWriter:
 
     def rollback(self, mark):
         """Drop everything written since mark; returns the tokens of the
-        dropped pinned_bulk() calls, for the caller to unpin."""
+        pins entry() took for what was dropped, for the caller to unpin."""
         epoch, length, large, tokens = mark
         if epoch != self._epoch:
             raise ValueError("mark predates the last flush")
@@ -845,7 +1011,7 @@ cdef class ReplyWriter:
 
     def flush(self, transport):
         """Hand everything to transport.writelines() in order and reset;
-        returns the tokens of the pinned_bulk() calls handed over."""
+        returns the tokens of the pins entry() took for what it handed over."""
         cdef list parts
         cdef Py_ssize_t previous = 0, position
         if self._len == 0 and not self._large:

@@ -4,7 +4,9 @@ A hash is one arena entry of type TYPE_HASH whose value is its fields in
 insertion order, as Redis keeps a small hash: a little-endian u32 count, then
 per field u32 length + field bytes + u32 length + value bytes. A write builds
 the new encoding and stores it copy-on-write (TTL kept), so readers and
-co-located mappers never see a half-updated hash.
+co-located mappers never see a half-updated hash. Reads that return values
+(HGET, HMGET, HGETALL, HVALS) reply with ranges of the entry (`c.reply.entry`),
+so a large field value is sent from the arena like a string's.
 """
 import random
 import struct
@@ -28,30 +30,46 @@ def encode(fields):
     return b"".join(parts)
 
 
-def decode(data):
+def value_ranges(data):
+    """field -> (start, stop) of its value within the encoding, in insertion order."""
     view = memoryview(data)
     (count,) = _U32.unpack_from(view, 0)
     pos = 4
-    fields = {}
+    ranges = {}
     for _ in range(count):
         (n,) = _U32.unpack_from(view, pos)
         field = bytes(view[pos + 4:pos + 4 + n])
         pos += 4 + n
         (n,) = _U32.unpack_from(view, pos)
-        fields[field] = bytes(view[pos + 4:pos + 4 + n])
+        ranges[field] = (pos + 4, pos + 4 + n)
         pos += 4 + n
-    return fields
+    return ranges
+
+
+def decode(data):
+    view = memoryview(data)
+    return {field: bytes(view[start:stop]) for field, (start, stop) in value_ranges(view).items()}
+
+
+def lookup_hash(c, key, for_write=False):
+    """The entry of the hash at key (0 when missing); WRONGTYPE for another type. A write's
+    lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
+    off = c.store.lookup(c.db, key, stats=not for_write)
+    if off and c.store.entry_type(off) != TYPE_HASH:
+        raise CommandError(errors.WRONGTYPE)
+    return off
 
 
 def read_hash(c, key, for_write=False):
-    """The hash at key as a dict ({} when missing); WRONGTYPE for another type. A write's
-    lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
-    off = c.store.lookup(c.db, key, stats=not for_write)
-    if not off:
-        return {}
-    if c.store.entry_type(off) != TYPE_HASH:
-        raise CommandError(errors.WRONGTYPE)
-    return decode(c.store.view(off))
+    """The hash at key as a dict ({} when missing); WRONGTYPE for another type."""
+    off = lookup_hash(c, key, for_write)
+    return decode(c.store.view(off)) if off else {}
+
+
+def read_ranges(c, key):
+    """(entry, field -> value range) of the hash at key, for replies straight from it."""
+    off = lookup_hash(c, key)
+    return off, (value_ranges(c.store.view(off)) if off else {})
 
 
 def write_hash(c, key, fields):
@@ -97,30 +115,31 @@ def cmd_hsetnx(c, argv):
 
 
 def cmd_hget(c, argv):
-    value = read_hash(c, argv[1]).get(bytes(argv[2]))
-    if value is None:
+    off, ranges = read_ranges(c, argv[1])
+    span = ranges.get(bytes(argv[2]))
+    if span is None:
         c.reply.null()
     else:
-        c.reply.bulk(value)
+        c.reply.entry(c.store, off, *span)
 
 
 def cmd_hmget(c, argv):
-    fields = read_hash(c, argv[1])
+    off, ranges = read_ranges(c, argv[1])
     c.reply.array(len(argv) - 2)
     for field in argv[2:]:
-        value = fields.get(bytes(field))
-        if value is None:
+        span = ranges.get(bytes(field))
+        if span is None:
             c.reply.null()
         else:
-            c.reply.bulk(value)
+            c.reply.entry(c.store, off, *span)
 
 
 def cmd_hgetall(c, argv):
-    fields = read_hash(c, argv[1])
-    c.reply.map(len(fields))
-    for field, value in fields.items():
+    off, ranges = read_ranges(c, argv[1])
+    c.reply.map(len(ranges))
+    for field, span in ranges.items():
         c.reply.bulk(field)
-        c.reply.bulk(value)
+        c.reply.entry(c.store, off, *span)
 
 
 def cmd_hkeys(c, argv):
@@ -128,7 +147,10 @@ def cmd_hkeys(c, argv):
 
 
 def cmd_hvals(c, argv):
-    c.reply.bulk_array(list(read_hash(c, argv[1]).values()))
+    off, ranges = read_ranges(c, argv[1])
+    c.reply.array(len(ranges))
+    for span in ranges.values():
+        c.reply.entry(c.store, off, *span)
 
 
 def cmd_hdel(c, argv):

@@ -3,7 +3,7 @@
 A large value argument of SET/SETNX/SETEX/PSETEX/GETSET/MSET/MSETNX arrives as
 a SlotArg already inside its arena block; `c.store_value` commits it there, so
 the value is never copied through Python. Values go back out through
-`c.reply_entry` (a pinned view of the arena slot when large).
+`c.reply.entry` (copied when small, else the arena slot itself, pinned until sent).
 
 Lookups follow Redis's: reads (GET, MGET, GETRANGE, ...) touch the LRU and
 count hits/misses; the lookups of write commands (INCR, APPEND, SETNX, ...)
@@ -28,7 +28,7 @@ def _reply_string(c, key):
         c.reply.null()
         return 0
     check_string(store, off)
-    c.reply_entry(off)
+    c.reply.entry(store, off)
     return off
 
 
@@ -142,7 +142,7 @@ def cmd_getset(c, argv):
 
 
 def cmd_getdel(c, argv):
-    # reply_entry pinned a large value, so deleting it now only unlinks it:
+    # reply.entry pinned a large value, so deleting it now only unlinks it:
     # the arena frees the block once the reply has been sent.
     if _reply_string(c, argv[1]):
         c.store.delete(c.db, argv[1])
@@ -157,7 +157,7 @@ def cmd_getex(c, argv):
         return
     check_string(store, off)
     expire_at = expire_at_ms(expire, unit, "getex") if unit else None
-    c.reply_entry(off)
+    c.reply.entry(store, off)
     if expire_at is not None:
         if _EXPIRE_UNITS[unit][1] and expire_at <= now_ms():
             store.delete(c.db, key)
@@ -173,7 +173,7 @@ def cmd_mget(c, argv):
     for key in argv[1:]:
         off = store.lookup(db, key)
         if off and store.entry_type(off) == TYPE_STRING:
-            c.reply_entry(off)
+            reply.entry(store, off)
         else:
             reply.null()
 
@@ -258,11 +258,7 @@ def cmd_getrange(c, argv):
     if start > end or size == 0:
         c.reply.bulk(b"")
         return
-    view = store.view(off)[start:end + 1]
-    if len(view) >= c.server.large_threshold:
-        c.reply_pinned(store, off, view)
-    else:
-        c.reply.bulk(view)
+    c.reply.entry(store, off, start, end + 1)
 
 
 cmd_substr = cmd_getrange

@@ -6,6 +6,7 @@ addresses, latencies); the shapes, the arguments kept and how they are
 truncated or redacted, field names and their order, flags, counts and error
 texts must match.
 """
+import random
 import re
 import time
 
@@ -494,6 +495,27 @@ MONITORED = [
 
 def test_monitor_lines(redis_oracle, cxl, protocol):
     assert monitored(cxl, protocol, MONITORED) == monitored(redis_oracle, protocol, MONITORED)
+
+
+EVERY_BYTE = bytes(range(256))
+BINARY = random.Random(11).randbytes(300 * 1024)     # above large-value-threshold: an arena slot
+MONITORED_BINARY = [
+    (1, ("SET", "every-byte", EVERY_BYTE)),
+    (1, ("ECHO", EVERY_BYTE[::-1])),
+    (1, ("MSET", "a", b"\x00", "b", b"\\x41\"")),
+    (1, ("SET", "big", BINARY)),                 # received into a slot, shown as stored
+    (1, ("ECHO", BINARY[::-1])),                 # received into a buffer of its own
+    (1, ("SET", "big", BINARY[:1000] * 300)),    # replaces the entry it shows
+    (2, ("HSET", "h", EVERY_BYTE, BINARY[:70000])),
+]
+
+
+def test_monitor_lines_of_binary_and_large_arguments(redis_oracle, cxl, protocol):
+    """sdscatrepr of every byte value, and of arguments of hundreds of KiB in full, as
+    Redis 7.0 writes them (it never cuts a MONITOR line short)."""
+    ours = monitored(cxl, protocol, MONITORED_BINARY)
+    assert ours == monitored(redis_oracle, protocol, MONITORED_BINARY)
+    assert len(ours[4][2]) > 2 * len(BINARY)      # the whole argument, escaped (about 2.9 x)
 
 
 def test_monitor_own_commands_and_repeated_monitor(redis_oracle, cxl):

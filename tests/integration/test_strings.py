@@ -446,6 +446,136 @@ def test_reply_in_flight_keeps_its_bytes(bigc, big, command):
         time.sleep(0.01)
 
 
+def _wait_for_calls(client, command, count):
+    """Poll INFO commandstats until `command` has run `count` times in all."""
+    deadline = time.monotonic() + 10
+    while client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0) < count:
+        assert time.monotonic() < deadline, f"the server did not run the {command}s"
+        time.sleep(0.01)
+
+
+READS_OF_A_WHOLE_VALUE = {
+    "get": ("GET", "v"),
+    "mget": ("MGET", "v"),
+    "getrange": ("GETRANGE", "v", "0", "-1"),
+    "getex": ("GETEX", "v"),
+}
+
+
+@pytest.mark.skipif(TARGET != "cxlredis", reason="large-value-threshold is cxlredis's")
+@pytest.mark.parametrize("threshold", [None, "1mb", "1kb"])
+@pytest.mark.parametrize("command", sorted(READS_OF_A_WHOLE_VALUE))
+def test_replies_in_flight_keep_their_bytes_after_config_set_threshold(bigc, big, threshold, command):
+    """The issue's reproduction: a connection opened before CONFIG SET large-value-threshold
+    pipelines 40 reads of a 200 KiB value and does not read; the key is deleted and fresh
+    values take its block. Every reply must still be the value (copied, or sent pinned)."""
+    size, pipelined = 200 * 1024, 40
+    original = blob(size, 1)
+    bigc.set("v", original)
+    reader = _slow_reader(big.port)
+    try:
+        assert bigc.ping()
+        if threshold is not None:
+            bigc.config_set("large-value-threshold", threshold)
+        calls = bigc.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+        reader.sendall(encode_command(*READS_OF_A_WHOLE_VALUE[command]) * pipelined)
+        _wait_for_calls(bigc, command, calls + pipelined)
+        bigc.delete("v")
+        for i in range(20):                     # fresh values of the same size reuse the block
+            bigc.set(f"fresh{i}", blob(size, 2 + i))
+        prefix = b"*1\r\n" if command == "mget" else b""
+        for i in range(pipelined):
+            if prefix:
+                assert _recv_exactly(reader, len(prefix)) == prefix
+            assert _read_exact_bulk(reader, size) == original, f"reply {i} of {pipelined} is not the value"
+    finally:
+        reader.close()
+        bigc.config_set("large-value-threshold", "64kb")
+    deadline = time.monotonic() + 10
+    while _arena_counters(bigc) != (0, 0):
+        assert time.monotonic() < deadline, f"still pinned: {_arena_counters(bigc)}"
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(TARGET != "cxlredis", reason="arena pinning is cxlredis-specific")
+def test_hash_values_in_flight_keep_their_bytes(bigc, big):
+    """HGET / HMGET / HGETALL / HVALS send a large field value from the arena entry,
+    pinned: deleting the hash and reusing its block does not touch the replies."""
+    size = 200 * 1024
+    value = blob(size, 7)
+    bigc.hset("h", mapping={"small": "s", "big": value})
+    reader = _slow_reader(big.port)
+    try:
+        calls = bigc.info("commandstats").get("cmdstat_hget", {}).get("calls", 0)
+        # more than the sockets' buffers hold (8 MiB): most replies wait in the server
+        reader.sendall(encode_command("HGET", "h", "big") * 40 + encode_command("HMGET", "h", "big", "small")
+                       + encode_command("HGETALL", "h") + encode_command("HVALS", "h"))
+        _wait_for_calls(bigc, "hvals", 1)
+        assert bigc.info("commandstats")["cmdstat_hget"]["calls"] == calls + 40
+        assert _arena_counters(bigc)[0] >= 1            # sent by reference, pinned
+        bigc.delete("h")
+        for i in range(20):
+            bigc.hset(f"fresh{i}", "big", blob(size, 8 + i))
+        for _ in range(40):
+            assert _read_exact_bulk(reader, size) == value
+        assert _recv_exactly(reader, 4) == b"*2\r\n"
+        assert _read_exact_bulk(reader, size) == value
+        assert _recv_exactly(reader, 7) == b"$1\r\ns\r\n"
+        assert _recv_exactly(reader, 4 + 11 + 7 + 9) == b"*4\r\n$5\r\nsmall\r\n$1\r\ns\r\n$3\r\nbig\r\n"
+        assert _read_exact_bulk(reader, size) == value
+        assert _recv_exactly(reader, 4 + 7) == b"*2\r\n$1\r\ns\r\n"
+        assert _read_exact_bulk(reader, size) == value
+    finally:
+        reader.close()
+    deadline = time.monotonic() + 10
+    while _arena_counters(bigc) != (0, 0):
+        assert time.monotonic() < deadline, f"still pinned: {_arena_counters(bigc)}"
+        time.sleep(0.01)
+
+
+def _recv_exactly(sock, n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "server closed the connection"
+        data += chunk
+    return bytes(data)
+
+
+def _read_exact_bulk(sock, size):
+    """One bulk reply of `size` bytes, reading no further (more replies follow it)."""
+    header = b"$%d\r\n" % size
+    reply = _recv_exactly(sock, len(header) + size + 2)
+    assert reply[:len(header)] == header and reply[-2:] == b"\r\n", reply[:40]
+    return reply[len(header):-2]
+
+
+@pytest.mark.skipif(TARGET != "cxlredis", reason="large-value-threshold is cxlredis's")
+@pytest.mark.parametrize("threshold", ["1mb", "1kb"])
+def test_config_set_threshold_while_a_large_argument_is_received(bigc, big, threshold):
+    """The parser decided where the argument goes when its header arrived: a CONFIG SET
+    meanwhile changes nothing for it (and the next argument follows the new value)."""
+    size = 300 * 1024
+    value = blob(size, 3)
+    request = encode_command("SET", "arg", value)
+    with raw_connection(big.port, timeout=30) as conn:
+        conn.send(request[:len(request) // 2])
+        deadline = time.monotonic() + 10
+        while bigc.info("arena")["arena_reserved"] == 0:   # received into an arena slot
+            assert time.monotonic() < deadline, "the argument never reached a slot"
+            time.sleep(0.01)
+        try:
+            bigc.config_set("large-value-threshold", threshold)
+            conn.send(request[len(request) // 2:])
+            assert conn.read_reply() == OK
+            assert conn.request("SET", "after", value[::-1]) == OK
+        finally:
+            bigc.config_set("large-value-threshold", "64kb")
+    assert bigc.get("arg") == value
+    assert bigc.get("after") == value[::-1]
+    assert bigc.info("arena")["arena_reserved"] == 0
+
+
 @pytest.mark.skipif(TARGET != "cxlredis", reason="arena accounting is cxlredis-specific")
 def test_values_received_into_slots_are_released_when_not_stored(bigc):
     v = blob(2 * MiB, 6)

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from cxlredis.config import Config
 from cxlredis.metrics import LATENCY_BUCKETS, SECTIONS
+from cxlredis._resp import monitor_line, quoted
 from cxlredis.monitoring import (LATENCY_HISTORY, NEVER, LatencyMonitor, Monitoring, SlowLog,
-                                 quoted, shown_argv, slowlog_args)
+                                 shown_argv, slowlog_args)
 
 SPECIAL = {0x5C: b"\\\\", 0x22: b'\\"', 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x07: b"\\a",
            0x08: b"\\b"}
@@ -33,6 +34,20 @@ def test_quoted_every_byte():
 @given(st.binary(max_size=64) | st.text(alphabet='\\\a\b"x07\n', max_size=30).map(str.encode))
 def test_quoted_is_sdscatrepr(data):
     assert quoted(data) == sdscatrepr(data)
+
+
+@given(st.binary(max_size=20), st.lists(st.binary(max_size=64), max_size=6))
+def test_monitor_line_is_head_and_quoted_arguments(head, args):
+    expected = head + b"".join(b" " + sdscatrepr(arg) for arg in args) + b"\r\n"
+    assert monitor_line(head, args) == expected
+    assert monitor_line(head, [memoryview(bytearray(arg)) for arg in args]) == expected
+
+
+def test_monitor_line_of_a_64_mib_argument_is_complete():
+    data = bytes(range(256)) * (256 * 1024)      # 64 MiB, every byte value
+    line = monitor_line(b"+1.000000 [0 127.0.0.1:1]", [b"SET", b"k", data])
+    one_period = sdscatrepr(bytes(range(256)))[1:-1]
+    assert line == b'+1.000000 [0 127.0.0.1:1] "SET" "k" "' + one_period * (256 * 1024) + b'"\r\n'
 
 
 def test_slowlog_args_keep_32_arguments_of_128_bytes():

@@ -14,7 +14,9 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cxlredis._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser
+from cxlredis._resp import (LargeValueThreshold, ProtocolError, QueryBufferLimit, ReplyWriter,
+                            RequestParser)
+from cxlredis._store import Arena
 
 
 class Large:
@@ -524,46 +526,138 @@ def test_protocol_error_text_round_trips_raw_bytes():
         b"-ERR Protocol error: expected '$', got '\xff'\r\n"
 
 
-def test_large_bulk_is_queued_by_reference():
+def test_large_bytes_are_queued_by_reference_other_buffers_copied():
     writer = ReplyWriter(large_threshold=1000)
     big = memoryview(bytearray(b"B" * 5000))
     writer.simple("a")
-    writer.bulk(big)
+    writer.bulk(big)                             # not bytes: copied, however large
     writer.bulk(b"s" * 999)                      # below the threshold: copied
     big_bytes = b"C" * 1000
     writer.bulk(big_bytes)
-    assert writer.pending == 4 + 7 + 5000 + 2 + (6 + 999 + 2) + 7 + 1000 + 2
+    writer.bulk(bytearray(b"D" * 2000))
+    assert writer.pending == 4 + 7 + 5000 + 2 + (6 + 999 + 2) + 7 + 1000 + 2 + 7 + 2000 + 2
     transport = Transport()
     assert writer.flush(transport) == []
     (parts,) = transport.calls
-    assert parts[0] == b"+a\r\n$5000\r\n"
-    assert parts[1] is big
-    assert parts[2] == b"\r\n$999\r\n" + b"s" * 999 + b"\r\n$1000\r\n"
-    assert parts[3] is big_bytes
-    assert parts[4] == b"\r\n"
+    assert parts[0] == b"+a\r\n$5000\r\n" + b"B" * 5000 + b"\r\n$999\r\n" + b"s" * 999 + b"\r\n$1000\r\n"
+    assert parts[1] is big_bytes
+    assert parts[2] == b"\r\n$2000\r\n" + b"D" * 2000 + b"\r\n"
     assert writer.pending == 0
     assert writer.flush(transport) == [] and len(transport.calls) == 1   # nothing to write
 
 
-def test_pinned_bulk_tokens_and_rollback():
-    writer = ReplyWriter()
-    view = memoryview(b"value")
-    writer.pinned_bulk(view, "pin1")
+@pytest.fixture
+def arena(tmp_path):
+    a = Arena(str(tmp_path / "writer.arena"), 8 << 20)
+    yield a
+    a.close()
+
+
+def pinned(arena):
+    return arena.stats()["pinned"]
+
+
+def test_entry_tokens_and_rollback(arena):
+    writer = ReplyWriter(large_threshold=1000)
+    big = arena.set(0, b"big", b"v" * 3000)
+    other = arena.set(0, b"other", b"o" * 2000)
+    writer.entry(arena, big)
     mark = writer.mark()
     writer.integer(5)
-    writer.pinned_bulk(memoryview(b"other"), "pin2")
+    writer.entry(arena, other)
     writer.bulk(b"x" * 100000)
-    assert writer.rollback(mark) == ["pin2"]
-    assert writer.pending == 4 + 5 + 2
+    assert pinned(arena) == 2
+    assert writer.rollback(mark) == [(arena, other)]
+    arena.unpin(other)
+    assert writer.pending == 7 + 3000 + 2
     transport = Transport()
-    assert writer.flush(transport) == ["pin1"]
-    assert transport.calls[0][1] is view
-    assert transport.data() == b"$5\r\nvalue\r\n"
+    assert writer.flush(transport) == [(arena, big)]
+    assert type(transport.calls[0][1]) is memoryview
+    assert transport.data() == b"$3000\r\n" + b"v" * 3000 + b"\r\n"
+    arena.unpin(big)
     with pytest.raises(ValueError):
         writer.rollback(mark)                     # predates the flush
-    writer.pinned_bulk(view, "pin3")
-    assert writer.discard() == ["pin3"]
-    assert writer.pending == 0
+    writer.entry(arena, big, 1000, 2500)
+    assert writer.discard() == [(arena, big)]
+    arena.unpin(big)
+    assert writer.pending == 0 and pinned(arena) == 0
+
+
+def test_entry_copies_below_the_threshold_and_ranges(arena):
+    writer = ReplyWriter(large_threshold=1000)
+    off = arena.set(0, b"k", bytes(range(256)) * 8)
+    writer.entry(arena, off, 0, 999)              # 999 bytes: copied, no pin
+    writer.entry(arena, off, 100)                 # to the end: 1948 bytes, pinned
+    writer.entry(arena, off, 5, 6)
+    assert pinned(arena) == 1
+    transport = Transport()
+    assert writer.flush(transport) == [(arena, off)]
+    value = bytes(range(256)) * 8
+    assert transport.data() == (b"$999\r\n" + value[:999] + b"\r\n$1948\r\n" + value[100:]
+                                + b"\r\n$1\r\n" + value[5:6] + b"\r\n")
+    arena.unpin(off)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["entry", "bulk-view", "bulk-bytes", "threshold"]),
+                          st.integers(1, 6000)), max_size=25))
+def test_arena_memory_is_never_queued_without_a_pin(tmp_path_factory, steps):
+    """Whatever the threshold does between calls, every part flush() hands over that is
+    not a bytes object is the bytes of an entry the writer pinned and returns a token of;
+    and what the client receives is the value as it was, after the entries were freed
+    and their blocks reused."""
+    arena = Arena(str(tmp_path_factory.mktemp("w") / "a.arena"), 8 << 20)
+    try:
+        threshold = LargeValueThreshold(1024)
+        writer = ReplyWriter(2, threshold)
+        expected = b""
+        for i, (action, size) in enumerate(steps):
+            if action == "threshold":
+                threshold.value = size
+                continue
+            value = bytes([i % 251]) * size
+            off = arena.set(0, b"k%d" % i, value)
+            if action == "entry":
+                writer.entry(arena, off)
+            elif action == "bulk-view":
+                writer.bulk(arena.view(off))
+            else:
+                writer.bulk(value)
+            expected += b"$%d\r\n%s\r\n" % (size, value)
+            arena.delete(0, b"k%d" % i)
+        transport = Transport()
+        tokens = writer.flush(transport)
+        assert pinned(arena) == len(tokens)
+        parts = transport.calls[0] if transport.calls else []
+        by_reference = [part for part in parts if type(part) is not bytes]
+        assert len(by_reference) == len(tokens)
+        for i in range(len(steps)):               # reuse every freed block
+            arena.set(0, b"n%d" % i, b"\xee" * 6000)
+        assert transport.data() == expected
+        for token_arena, off in tokens:
+            token_arena.unpin(off)
+    finally:
+        arena.close()
+
+
+def test_one_threshold_for_parser_and_writer(arena):
+    """CONFIG SET large-value-threshold changes the one object every connection reads."""
+    threshold = LargeValueThreshold(1000)
+    parser, writer = RequestParser(large_arg_threshold=threshold), ReplyWriter(2, threshold)
+    off = arena.set(0, b"k", b"v" * 2000)
+    threshold.value = 4000
+    assert parser.large_arg_threshold == writer.large_threshold == 4000
+    assert feed(parser, b"*2\r\n$4\r\necho\r\n$2000\r\n" + b"a" * 2000 + b"\r\n") == \
+        [[b"echo", b"a" * 2000]]                  # 2000 < 4000: an ordinary argument now
+    writer.entry(arena, off)                      # and a value copied, not pinned
+    assert pinned(arena) == 0
+    threshold.value = 10
+    writer.entry(arena, off)
+    assert pinned(arena) == 1
+    assert writer.discard() == [(arena, off)]
+    arena.unpin(off)
+    with pytest.raises(ValueError):
+        threshold.value = 0
 
 
 def test_writer_buffer_grows_and_keeps_order():
