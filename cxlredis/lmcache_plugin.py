@@ -16,6 +16,7 @@ tenant's own arena, if the tenant has one) or redis://[user:password@]host:port[
 is one key (LMCache's key string) holding LMCache's chunk metadata (when
 save_chunk_meta is on, its default) followed by the KV bytes, committed at once.
 """
+import logging
 import threading
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -24,6 +25,7 @@ from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
 
 from .local import READ_ATTEMPTS, LocalClient
 
+log = logging.getLogger("cxlredis.lmcache_plugin")
 CLASS_NAME = "CxlRedisConnector"
 _STALE = object()
 
@@ -73,6 +75,9 @@ class CxlRedisConnector(RemoteConnector):
         self.local_cpu_backend = local_cpu_backend
         self.client = LocalClient(**client_options(url),
                                   backing_path=extra.get(f"remote_storage_plugin.{name}.backing_path"))
+        if not self.client.mapped:      # (a refusal that comes later is logged by the client)
+            log.warning("cxlredis plugin '%s': KV chunks go over RESP, not through the arena's "
+                        "mapping: %s", name, self.client.why_not_mapped)
         self.lock = threading.Lock()
 
     def _run(self, fn, *args):
