@@ -15,9 +15,9 @@ No remote_url beside it: LMCache would build a second, legacy backend for that.
 The url is unix://[user:password@]/path/to.sock[?db=n] (a tenant's user maps its
 tenant's own arena, if the tenant has one) or redis://[user:password@]host:port[/db];
 its user needs +@cxl to map, and without it the chunks go over RESP (one warning
-says why). A chunk
-is one key (LMCache's key string) holding LMCache's chunk metadata (when
-save_chunk_meta is on, its default) followed by the KV bytes, committed at once.
+says why). A chunk is one key (LMCache's key string) holding LMCache's chunk
+metadata (when save_chunk_meta is on, its default) followed by the KV bytes,
+committed at once.
 """
 import logging
 import threading
