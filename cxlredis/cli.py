@@ -71,20 +71,24 @@ def main(argv=None):
     except ImportError:
         uvloop = None
         log.warning("uvloop is not installed; running on the stock asyncio loop")
-    try:
-        server = Server(config)
-    except ArenaError as e:
-        log.warning("Fatal: %s", e)
-        print(f"Fatal: {e}", file=sys.stderr)
-        return 1
     runner = uvloop.run if uvloop is not None else asyncio.run
     try:
+        server = Server(config)
         runner(server.run())
-    except SystemExit as e:
-        log.warning("%s", e)
-        server.close_arenas()
+    except (ArenaError, SystemExit) as e:
+        # A failed start (the server has removed what it created). SystemExit(1) was logged
+        # where it was raised; any other carries the reason.
+        if not isinstance(e, SystemExit) or not isinstance(e.code, int):
+            report_fatal(log, config, f"Fatal: {e}" if isinstance(e, ArenaError) else str(e.code))
         return 1
     return 0
+
+
+def report_fatal(log, config, message):
+    """One line in the log, and one on stderr when the log does not go there."""
+    log.warning("%s", message)
+    if config["logfile"] or not log.isEnabledFor(logging.WARNING):
+        print(message, file=sys.stderr)
 
 
 if __name__ == "__main__":

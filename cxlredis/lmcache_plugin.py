@@ -11,11 +11,15 @@ remote-storage plugin mechanism, without patching LMCache:
       # optional: remote_storage_plugin.cxlredis.backing_path: /dev/dax0.0
       # (where this process sees the arena, when not at the server's path)
 
+No remote_url beside it: LMCache would build a second, legacy backend for that.
 The url is unix://[user:password@]/path/to.sock[?db=n] (a tenant's user maps its
-tenant's own arena, if the tenant has one) or redis://[user:password@]host:port[/db]. A chunk
-is one key (LMCache's key string) holding LMCache's chunk metadata (when
-save_chunk_meta is on, its default) followed by the KV bytes, committed at once.
+tenant's own arena, if the tenant has one) or redis://[user:password@]host:port[/db];
+its user needs +@cxl to map, and without it the chunks go over RESP (one warning
+says why). A chunk is one key (LMCache's key string) holding LMCache's chunk
+metadata (when save_chunk_meta is on, its default) followed by the KV bytes,
+committed at once.
 """
+import logging
 import threading
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -24,6 +28,7 @@ from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
 
 from .local import READ_ATTEMPTS, LocalClient
 
+log = logging.getLogger("cxlredis.lmcache_plugin")
 CLASS_NAME = "CxlRedisConnector"
 _STALE = object()
 
@@ -73,6 +78,9 @@ class CxlRedisConnector(RemoteConnector):
         self.local_cpu_backend = local_cpu_backend
         self.client = LocalClient(**client_options(url),
                                   backing_path=extra.get(f"remote_storage_plugin.{name}.backing_path"))
+        if not self.client.mapped:      # (a refusal that comes later is logged by the client)
+            log.warning("cxlredis plugin '%s': KV chunks go over RESP, not through the arena's "
+                        "mapping: %s", name, self.client.why_not_mapped)
         self.lock = threading.Lock()
 
     def _run(self, fn, *args):

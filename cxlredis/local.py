@@ -16,7 +16,9 @@ At connect it asks CXL INFO for the backing's path, size and layout, maps it
 read-only (and read-write on the first write), and checks that its mapping holds
 the server's arena (a digest of the superblock's geometry, which is unique per
 format), so a path that names another file, another host's file or nothing at all
-falls back to RESP. `mapped` says which way it went and `why_not_mapped` why.
+falls back to RESP. `mapped` says which way it went and `why_not_mapped` why. A
+server that refuses the mapping commands to this user later (its ACL lacks @cxl, or
+-@dangerous took them away) turns the client to RESP for good, with one warning.
 
 Reading through the mapping (docs/colocated.md has the argument): CXL GETREF
 leases the value; while the lease runs the server neither frees nor rewrites its
@@ -34,6 +36,7 @@ get_into says why that copy can be kept.
 Not thread-safe: one LocalClient per thread (leases belong to its connection).
 """
 import hashlib
+import logging
 import mmap
 import os
 import select
@@ -43,10 +46,11 @@ import time
 
 import redis
 from hiredis import pack_command
-from redis.exceptions import DataError, ResponseError
+from redis.exceptions import DataError, NoPermissionError, ResponseError
 
 from ._store import acquire_fence, value_checksum
 
+log = logging.getLogger("cxlredis.local")
 _U64 = struct.Struct("<Q")
 # A read whose lease check fails is asked for again this many times, then is a miss.
 READ_ATTEMPTS = 3
@@ -194,7 +198,7 @@ class LocalClient:
         try:
             info = self.redis.execute_command("CXL", "INFO")
         except ResponseError as e:
-            self.why_not_mapped = f"CXL INFO refused: {e}"
+            self.why_not_mapped = f"CXL INFO refused: {_not_permitted(e)}"
             return
         if isinstance(info, list):      # RESP2 gives the map as a flat list
             info = dict(zip(info[::2], info[1::2]))
@@ -248,6 +252,20 @@ class LocalClient:
     @property
     def mapped(self):
         return self._map is not None
+
+    def _refused(self, reply):
+        """Whether reply is the server refusing this user a mapping command itself (not a
+        key): then the client goes over RESP from now on, and says so once."""
+        if not (isinstance(reply, NoPermissionError) and "'cxl|" in str(reply)):
+            return False
+        why = f"mapping refused: {_not_permitted(reply)}"
+        log.warning("cxlredis.local: going over RESP instead of the arena's mapping: %s", why)
+        self.why_not_mapped = self.why_not_writable = why
+        self._map = self._view = self._wmap = self._wview = None   # outstanding Refs keep theirs
+        self._writable_checked = True
+        self._pending_release = []      # the server would refuse those too; the leases expire
+        self._locations.clear()
+        return True
 
     # ---- the wire -------------------------------------------------------------
     def _call(self, *commands):
@@ -319,7 +337,7 @@ class LocalClient:
         """Whether bytes read through the mapping before this call are the value committed
         at `generation`: checks 2-4 of docs/colocated.md, after an acquire fence."""
         acquire_fence()
-        if epoch != self._epoch or time.monotonic() >= deadline:
+        if epoch != self._epoch or time.monotonic() >= deadline or self._map is None:
             return False
         _, state_at, state_mask, states, generation_at = self._layout
         state = _U64.unpack_from(self._map, header + state_at)[0] & state_mask
@@ -329,25 +347,30 @@ class LocalClient:
         """Whether data matches the checksum stored before the value at offset (True for
         a value committed without one)."""
         type_at, flag = self._checksummed
+        if self._map is None:
+            return False                # refused since: nothing to check against
         if not self._map[header + type_at] & flag:
             return True
         return _U64.unpack_from(self._map, offset - 8)[0] == value_checksum(data)
 
     def get(self, key):
         """The value as a Ref (zero copy when mapped), or None."""
-        if self._map is None:
-            value = self.redis.get(key)
-            return None if value is None else Ref(memoryview(value))
-        began, epoch = time.monotonic(), self._epoch
-        return self._ref(self._call(("CXL", "GETREF", key))[0], began, epoch)
+        if self._map is not None:
+            began, epoch = time.monotonic(), self._epoch
+            reply = self._call(("CXL", "GETREF", key))[0]
+            if not self._refused(reply):
+                return self._ref(reply, began, epoch)
+        value = self.redis.get(key)
+        return None if value is None else Ref(memoryview(value))
 
     def mget(self, keys):
         """Refs (or None) for several keys, in one round trip."""
-        if self._map is None:
-            return [None if v is None else Ref(memoryview(v)) for v in self.redis.mget(keys)]
-        began, epoch = time.monotonic(), self._epoch
-        replies = self._expect_ok(self._call(("CXL", "MGETREF", *keys))[0])
-        return [self._ref(reply, began, epoch) for reply in replies]
+        if self._map is not None:
+            began, epoch = time.monotonic(), self._epoch
+            reply = self._call(("CXL", "MGETREF", *keys))[0]
+            if not self._refused(reply):
+                return [self._ref(ref, began, epoch) for ref in self._expect_ok(reply)]
+        return [None if v is None else Ref(memoryview(v)) for v in self.redis.mget(keys)]
 
     def get_into(self, key, out):
         """Copy the value into the writable buffer `out`; its length, or None if missing
@@ -379,6 +402,8 @@ class LocalClient:
             else:
                 copied = None
             reply = self._receive(sent)[0]
+            if self._refused(reply):
+                return self.get_into(key, out)          # over RESP now
             if reply is None:
                 self._locations.pop(key, None)
                 return None
@@ -418,18 +443,24 @@ class LocalClient:
         if not keys:
             return []
         if self._map is None:
-            values = self.redis.mget(keys)
-            targets = [None if value is None else _target(buffers, i, len(value))
-                       for i, value in enumerate(values)]
-            return [None if value is None else _copy_into(memoryview(value), target)
-                    for value, target in zip(values, targets)]
+            return self._mget_into_over_resp(keys, buffers)
         lengths = [None] * len(keys)
         pending = list(range(len(keys)))
         for _ in range(READ_ATTEMPTS):
-            pending = self._mget_pass(keys, buffers, lengths, pending, max(window, 1))
+            try:
+                pending = self._mget_pass(keys, buffers, lengths, pending, max(window, 1))
+            except _MappingRefused:
+                return self._mget_into_over_resp(keys, buffers)
             if not pending:
                 break
         return lengths
+
+    def _mget_into_over_resp(self, keys, buffers):
+        values = self.redis.mget(keys)
+        targets = [None if value is None else _target(buffers, i, len(value))
+                   for i, value in enumerate(values)]
+        return [None if value is None else _copy_into(memoryview(value), target)
+                for value, target in zip(values, targets)]
 
     def _mget_pass(self, keys, buffers, lengths, indices, window):
         """One attempt of mget_into at keys[i] for i in indices, by windows; fills lengths
@@ -441,7 +472,10 @@ class LocalClient:
             for k, part in enumerate(windows):
                 began, sent = inflight
                 inflight = None
-                replies = self._expect_ok(self._receive(sent)[0])
+                reply = self._receive(sent)[0]
+                if self._refused(reply):
+                    raise _MappingRefused
+                replies = self._expect_ok(reply)
                 hits = [(i, reply) for i, reply in zip(part, replies) if reply is not None]
                 try:
                     if k + 1 < len(windows):
@@ -492,10 +526,18 @@ class LocalClient:
     # ---- writes -----------------------------------------------------------------
     def reserve(self, key, nbytes, *, ex=None, px=None):
         """A Slot of nbytes to fill through the mapping (needs a writable mapping)."""
-        if self._writable() is None:
+        slot = self._reserve(key, nbytes, ex, px)
+        if slot is None:
             raise RuntimeError(f"no writable mapping: {self.why_not_writable}")
+        return slot
+
+    def _reserve(self, key, nbytes, ex, px):
+        """A Slot, or None without a writable mapping (the server may refuse it only now)."""
+        if self._writable() is None:
+            return None
         began = time.monotonic()
-        return self._slot(self._call(_reserve_command(key, nbytes, ex, px))[0], began)
+        reply = self._call(_reserve_command(key, nbytes, ex, px))[0]
+        return None if self._refused(reply) else self._slot(reply, began)
 
     def _slot(self, reply, began):
         lease, off, nbytes, ttl_ms = self._expect_ok(reply)
@@ -506,9 +548,10 @@ class LocalClient:
         value is a buffer, or a tuple or list of buffers stored one after the other (say a
         header and a tensor: each copied once, straight into the mapping)."""
         parts = _parts(value)
-        if self._writable() is None:
+        slot = self._reserve(key, _length(parts), ex, px)
+        if slot is None:
             return self.redis.set(key, _joined(parts), ex=ex, px=px)
-        with self.reserve(key, _length(parts), ex=ex, px=px) as slot:
+        with slot:
             _fill(slot, parts)
             slot.commit()
         return True
@@ -518,13 +561,11 @@ class LocalClient:
         trip, all commits in another."""
         items = [(key, _parts(value)) for key, value in dict(items).items()]
         if self._writable() is None:
-            pipe = self.redis.pipeline(transaction=False)
-            for key, parts in items:
-                pipe.set(key, _joined(parts), ex=ex, px=px)
-            pipe.execute()
-            return True
+            return self._mset_over_resp(items, ex, px)
         began = time.monotonic()
         replies = self._call(*(_reserve_command(key, _length(parts), ex, px) for key, parts in items))
+        if replies and self._refused(replies[0]):    # the command is refused, so all of them are
+            return self._mset_over_resp(items, ex, px)
         failed = next((r for r in replies if isinstance(r, ResponseError)), None)
         slots = [self._slot(r, began) for r in replies if not isinstance(r, ResponseError)]
         try:
@@ -538,6 +579,13 @@ class LocalClient:
             raise
         for reply in self._call(*(("CXL", "COMMIT", slot.lease) for slot in slots)):
             self._expect_ok(reply)
+        return True
+
+    def _mset_over_resp(self, items, ex, px):
+        pipe = self.redis.pipeline(transaction=False)
+        for key, parts in items:
+            pipe.set(key, _joined(parts), ex=ex, px=px)
+        pipe.execute()
         return True
 
     # ---- lifecycle ----------------------------------------------------------------
@@ -569,6 +617,18 @@ class LocalClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _not_permitted(error):
+    """A refusal's text, with how to fix it when it is the ACL's."""
+    if not isinstance(error, NoPermissionError):
+        return str(error)
+    return (f"{error}: grant the user the mapping commands with ACL SETUSER <user> +@cxl "
+            f"(after any -@dangerous, which takes them away)")
+
+
+class _MappingRefused(Exception):
+    """Raised out of a mapped read that the server refused to this user (see _refused)."""
 
 
 def _reserve_command(key, nbytes, ex, px):

@@ -4,6 +4,7 @@
 `serve()` runs it on the current event loop until SHUTDOWN or a signal.
 """
 import asyncio
+import fcntl
 import logging
 import os
 import secrets
@@ -15,18 +16,18 @@ import time
 from . import REDIS_COMPAT_VERSION
 from ._fastpath import Counters as FastCounters
 from ._resp import LargeValueThreshold
-from ._store import Arena
+from ._store import Arena, ArenaError
 from .acl import Acl
 from .audit import AuditLog
 from .connection import Client
 from .config import ConfigSetError
 from .errors import CommandError
 from .leases import Leases
-from .metrics import LATENCY_BUCKETS
+from .metrics import LATENCY_BUCKETS, human_bytes
 from .prometheus import Exporter
 from .monitoring import Monitoring
 from .tenants import Tenants
-from .tls import LISTEN_FAILED, TLSListeners
+from .tls import LISTEN_FAILED, TLSListeners, listen_failure
 
 log = logging.getLogger("cxlredis")
 
@@ -84,26 +85,46 @@ class Server:
         self.shutdown_requested = None
         # every connection's parser and reply writer, and the fast path, read this one
         self.large_threshold = LargeValueThreshold(config["large-value-threshold"])
+        # What this start created, removed if it fails: arena files (unless another process
+        # has locked one meanwhile) and other files (the unix socket, the pid and tenants files).
+        self.new_arena_files = []
+        self.new_files = []
         # Before the arena: a bad audit log path or ACL setup stops the start untouched.
         self.audit = AuditLog(config)
         self.acl = Acl(self)
+        self._watch_config()
+        self.tls = TLSListeners(self, bind_tcp)
+        # So is a busy port or a bad TLS setup: the listeners are bound before any file is made.
+        self._bind_listeners()
+        try:
+            self._attach_arena()
+            self.monitoring = Monitoring(self)     # SLOWLOG, LATENCY and MONITOR clients
+            # Users → tenants, and the keyspace each connection is bound to (after the arena,
+            # which keeps the tenants themselves).
+            self._note_new_file(Tenants.file_path(config))
+            self.tenants = Tenants(self)
+            self.leases = Leases(self)             # co-located clients' leases (CXL commands)
+        except BaseException:
+            self.abandon_start()
+            raise
+
+    def _attach_arena(self):
+        config = self.config
         self.arena_path = config["arena-path"] or default_arena_path(config["port"] or config["tls-port"])
-        self.store = Arena(
-            self.arena_path, config["arena-size"], databases=config["databases"],
-            reset=config["arena-reset"], hugepages=config["arena-hugepages"],
-            prefault=config["arena-prefault"], numa_node=config["arena-numa-node"])
+        if not os.path.lexists(self.arena_path):
+            self.new_arena_files.append(self.arena_path)
+        try:
+            self.store = Arena(
+                self.arena_path, config["arena-size"], databases=config["databases"],
+                reset=config["arena-reset"], hugepages=config["arena-hugepages"],
+                prefault=config["arena-prefault"], numa_node=config["arena-numa-node"])
+        except ArenaError as e:
+            raise ArenaError(explain_arena_error(str(e), self.arena_path)) from None
         self.apply_maxmemory(config["maxmemory"])
         self.store.policy = config["maxmemory-policy"]
         self.store.maxmemory_samples = config["maxmemory-samples"]
         self.store.checksums = config["arena-checksum"]
         self.checksum_failures_logged = 0
-        self.monitoring = Monitoring(self)     # SLOWLOG, LATENCY and MONITOR clients
-        # Users → tenants, and the keyspace each connection is bound to (after the arena,
-        # which keeps the tenants themselves).
-        self.tenants = Tenants(self)
-        self.leases = Leases(self)             # co-located clients' leases (CXL commands)
-        self._watch_config()
-        self.tls = TLSListeners(self, bind_tcp)
 
     # --- configuration applied at runtime ----------------------------
     def apply_maxmemory(self, value):
@@ -111,8 +132,10 @@ class Server:
         superblock and index. 0 means 90% of the arena, the arena itself being the hard bound."""
         st = self.store.stats()
         fixed = st["used_memory"] - st["heap_used"]
-        limit = value or int(self.config["arena-size"] * 0.9)
-        self.store.maxmemory = max(limit - fixed, 1)
+        self.store.maxmemory = max(self.memory_limit(value) - fixed, 1)
+
+    def memory_limit(self, maxmemory):
+        return maxmemory or int(self.config["arena-size"] * 0.9)
 
     def _watch_config(self):
         cfg = self.config
@@ -157,38 +180,78 @@ class Server:
         if self.shutdown_requested is not None:
             raise CommandError("ERR shutdown already in progress")
 
+    def _bind_listeners(self):
+        """Bind TCP, TLS and the unix socket; SystemExit says why one cannot be."""
+        cfg = self.config
+        try:
+            self.tcp_sockets = bind_tcp(cfg["bind"], cfg["port"], cfg["tcp-backlog"])
+        except OSError as e:
+            raise SystemExit(listen_failure("TCP", "port", cfg["bind"], cfg["port"], e)) from None
+        self.bound = (cfg["bind"], cfg["port"])
+        self.tls.bind()
+        self.unix_socket = self._bind_unix(cfg["unixsocket"]) if cfg["unixsocket"] else None
+
+    def _bind_unix(self, path):
+        if os.path.exists(path):
+            os.unlink(path)          # a stale socket of an earlier run, as Redis does
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+        except OSError as e:
+            sock.close()
+            raise SystemExit(f"Failed opening Unix socket {path}: {e.strerror} (check unixsocket "
+                             f"and that its directory exists and is writable)") from None
+        self.new_files.append(path)
+        if self.config["unixsocketperm"]:
+            os.chmod(path, self.config["unixsocketperm"])
+        sock.listen(self.config["tcp-backlog"])
+        sock.setblocking(False)
+        return sock
+
+    def _note_new_file(self, path):
+        if path and not os.path.lexists(path):
+            self.new_files.append(path)
+
     async def start(self):
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         cfg = self.config
         await self.tls.start()
-        try:
-            sockets = bind_tcp(cfg["bind"], cfg["port"], cfg["tcp-backlog"])
-            self.bound = (cfg["bind"], cfg["port"])
-        except OSError as e:
-            raise SystemExit(f"Could not create server TCP listening socket: {e}")
-        await self._serve_tcp(sockets)
-        if cfg["unixsocket"]:
-            path = cfg["unixsocket"]
-            if os.path.exists(path):
-                os.unlink(path)
-            srv = await loop.create_unix_server(lambda: Client(self), path, backlog=cfg["tcp-backlog"])
-            if cfg["unixsocketperm"]:
-                os.chmod(path, cfg["unixsocketperm"])
-            self.unix_listener = srv
+        await self._serve_tcp(self.tcp_sockets)
+        if self.unix_socket is not None:
+            self.unix_listener = await loop.create_unix_server(lambda: Client(self), sock=self.unix_socket,
+                                                               backlog=cfg["tcp-backlog"])
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown, signal.Signals(sig).name)
         self._cron_task = asyncio.create_task(self._cron())
         self.exporter.start()
         if cfg["pidfile"]:
+            self._note_new_file(cfg["pidfile"])
             with open(cfg["pidfile"], "w") as f:
                 f.write(f"{self.pid}\n")
+
+    def abandon_start(self):
+        """Undo a start that failed: the arenas are detached clean (nothing was served, so
+        the next start trusts them) and the files this start created are removed. A file
+        that was there before, such as someone's warm arena, is left as it was. (The
+        listening sockets close as the process exits.)"""
+        self.exporter.stop()
+        if hasattr(self, "tenants"):
+            self.tenants.arenas.close_all()
+        if hasattr(self, "store"):
+            self.store.close(clean=True)
+        for path in self.new_files:
+            _unlink_quietly(path)
+        for path in self.new_arena_files:
+            _unlink_unless_locked(path)
 
     async def _serve_tcp(self, sockets):
         loop = asyncio.get_running_loop()
         old, self.listeners = self.listeners, []
         for sock in sockets:
-            self.listeners.append(await loop.create_server(lambda: Client(self), sock=sock))
+            # the loop listens again on the socket, with this backlog
+            self.listeners.append(await loop.create_server(lambda: Client(self), sock=sock,
+                                                           backlog=self.config["tcp-backlog"]))
         for srv in old:
             srv.close()
 
@@ -265,14 +328,36 @@ class Server:
                     c.close()
 
     async def run(self):
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            self.abandon_start()
+            raise
+        cfg = self.config
+        log.notice("Running mode=standalone, port=%d.", cfg["port"] or cfg["tls-port"])
         log.notice("Server initialized")
-        log.notice("Arena %s: %s (%d bytes, %s)", self.arena_path, self.store.recovery,
-                   self.store.size, f"{self.store.dropped_entries} unfinished entries dropped"
-                   if self.store.dropped_entries else "nothing dropped")
-        log.notice("Ready to accept connections")
+        recovery = self.store.recovery
+        if self.store.dropped_entries:
+            recovery += f", {self.store.dropped_entries} unfinished entries dropped"
+        log.notice("Arena %s: %s, %s; maxmemory %s%s", self.arena_path, human_bytes(self.store.size),
+                   recovery, human_bytes(self.memory_limit(cfg["maxmemory"])),
+                   "" if cfg["maxmemory"] else " (90% of the arena, as maxmemory is 0)")
+        for kind, address in self.listening_on():
+            log.notice("Ready to accept connections %s %s", kind, address)
         await self._stop.wait()
         await self.stop()
+
+    def listening_on(self):
+        """(kind, address) of every listener: tcp/tls host:port, unix path."""
+        found = []
+        for kind, servers in (("tcp", self.listeners), ("tls", self.tls.listeners)):
+            for srv in servers:
+                for sock in srv.sockets:
+                    host, port = sock.getsockname()[:2]
+                    found.append((kind, f"[{host}]:{port}" if ":" in host else f"{host}:{port}"))
+        if self.unix_listener is not None:
+            found.append(("unix", self.config["unixsocket"]))
+        return found
 
     async def stop(self):
         log.warning("%s received, scheduling shutdown...", self.shutdown_requested)
@@ -338,6 +423,61 @@ def bind_tcp(hosts, port, backlog):
             sock.close()
         raise
     return sockets
+
+
+def lock_holders(path):
+    """Pids of the processes holding a lock on the file at path, from /proc/locks (which
+    lists flock's holders, unlike F_GETLK); [] when that cannot be told."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    for line in lines:
+        # "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF"; a waiter's has "->" after "1:"
+        fields = line.split()
+        if len(fields) > 5 and fields[1] != "->" and fields[5] == inode and fields[4].isdigit():
+            pids.append(int(fields[4]))
+    return pids
+
+
+def explain_arena_error(text, path):
+    """An ArenaError's text with how to fix it: who holds an arena in use, which options
+    deal with a file that is not this server's arena."""
+    holders = lock_holders(path)
+    if holders:
+        return (f"{text} (pid {', '.join(map(str, holders))} holds it: stop that process, "
+                f"or give this server another arena-path)")
+    if ("not a cxlredis arena" in text or "corrupt superblock" in text) and "arena-reset" not in text:
+        return (f"{text}: give this server another arena-path, or start it once with "
+                f"--arena-reset yes to re-format this file (discarding what it holds)")
+    return text
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _unlink_unless_locked(path):
+    """Remove an arena file this process created, unless another process has locked it
+    since (it started on the same new path at the same moment and uses it now)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.unlink(path)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _set_keepalive(sock, interval):

@@ -26,6 +26,7 @@ import re
 import stat
 
 from ._store import Arena
+from .metrics import human_bytes
 
 log = logging.getLogger("cxlredis")
 
@@ -93,9 +94,10 @@ class TenantArenas:
         if create and existing:
             raise ValueError(f"{path} exists: another tenant's arena, or one left behind "
                              f"(remove it to reuse the name)")
-        if not create and not existing:
+        if not create and not existing:     # at start-up: a failed start removes it again
             log.warning("Tenant '%s' has ARENA own but its arena %s is missing: it starts empty",
                         name, path)
+            self.server.new_arena_files.append(path)
         size = os.path.getsize(path) if existing and not self.config["arena-reset"] else size_for(quota)
         arena = Arena(path, size, databases=self.config["databases"],
                       reset=create or self.config["arena-reset"],
@@ -113,7 +115,7 @@ class TenantArenas:
         arena.maxmemory_samples = self.config["maxmemory-samples"]
         arena.checksums = self.config["arena-checksum"]
         self.by_name[name] = arena
-        log.notice("Tenant '%s' arena %s: %s (%d bytes)", name, path, arena.recovery, arena.size)
+        log.notice("Tenant '%s' arena %s: %s (%s)", name, path, arena.recovery, human_bytes(arena.size))
         return arena
 
     @staticmethod

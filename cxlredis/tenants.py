@@ -468,7 +468,7 @@ class Tenants:
         self.arena = server.store
         self.arenas = TenantArenas(server)
         config = server.config
-        self.path = os.path.join(config["dir"], config["tenants-file"]) if config["tenants-file"] else None
+        self.path = self.file_path(config)
         self.tenants = {}       # name → Tenant, in creation order
         self.member_of = {}     # user name (bytes) → tenant name
         self.stores = {}        # tenant name → the keyspace its connections use
@@ -481,6 +481,11 @@ class Tenants:
             raise SystemExit(1) from None
         config.tenant_lines = self.config_lines
         config.on_change("maxmemory-policy", lambda _: self._follow_server_policy())
+
+    @staticmethod
+    def file_path(config):
+        """Where tenants-file is, None when there is none."""
+        return os.path.join(config["dir"], config["tenants-file"]) if config["tenants-file"] else None
 
     # -- startup
 

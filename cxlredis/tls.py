@@ -13,6 +13,7 @@ re-created and no connection is refused meanwhile.
 """
 import asyncio
 import ctypes
+import errno
 import logging
 import re
 import ssl
@@ -40,6 +41,15 @@ _PROTOCOLS = {"tlsv1": ssl.TLSVersion.TLSv1, "tlsv1.1": ssl.TLSVersion.TLSv1_1,
               "tlsv1.2": ssl.TLSVersion.TLSv1_2, "tlsv1.3": ssl.TLSVersion.TLSv1_3}
 _DEFAULT_PROTOCOLS = (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)   # Redis's default
 _SSL_ERROR_TEXT = re.compile(r"^\[[^\]]*\]\s*(.*?)\s*\(_ssl\.c:\d+\)$")
+
+
+def listen_failure(kind, option, hosts, port, error):
+    """The start-up error for a listening socket that cannot be made, with the fix when
+    the port is taken (kind: "TCP" or "TLS"; option: the port's option name)."""
+    text = f"Could not create server {kind} listening socket {' '.join(hosts)}:{port}: {error.strerror or error}"
+    if error.errno == errno.EADDRINUSE:
+        text += f" (another process listens there: stop it, or choose another {option})"
+    return text
 
 
 class TLSConfigError(Exception):
@@ -179,8 +189,9 @@ class TLSListeners:
         cfg.on_change("tls-port", lambda _port: self._rebind(LISTEN_FAILED))
         cfg.on_change("bind", lambda _hosts: self._rebind(BIND_FAILED))
 
-    async def start(self):
-        """Start listening if tls-port is set; a bad option or a busy port ends the process."""
+    def bind(self):
+        """Build the context and bind tls-port, if set; a bad option or a busy port ends the
+        process (at start-up, before the arena exists)."""
         cfg = self.server.config
         if not cfg["tls-port"]:
             return
@@ -191,9 +202,13 @@ class TLSListeners:
         try:
             sockets = self._bind_tcp(cfg["bind"], cfg["tls-port"], cfg["tcp-backlog"])
         except OSError as error:
-            raise SystemExit(f"Could not create server TLS listening socket: {error}") from None
+            raise SystemExit(listen_failure("TLS", "tls-port", cfg["bind"], cfg["tls-port"], error)) from None
         self.sockets, self.bound = sockets, (cfg["bind"], cfg["tls-port"])
-        await self._serve(sockets)
+
+    async def start(self):
+        """Serve the sockets bind() bound."""
+        if self.sockets:
+            await self._serve(self.sockets)
 
     def close(self):
         for listener in self.listeners:
@@ -268,7 +283,7 @@ class TLSListeners:
             if sockets is not self.sockets:
                 return      # rebound meanwhile: these sockets are closed
             listener = await loop.create_server(lambda: Client(self.server), sock=sock.dup(),
-                                                ssl=self.context)
+                                                ssl=self.context, backlog=self.server.config["tcp-backlog"])
             if sockets is not self.sockets:
                 listener.close()
                 return

@@ -80,6 +80,7 @@ out["batched"] = [None if o is None else digest(memoryview(o.byte_array).cast("B
 for o in batched:
     if o is not None:
         o.ref_count_down()
+out["mapped_at_end"] = inner.client.mapped
 print(json.dumps(out), flush=True)
 import os; os._exit(0)
 """
@@ -102,7 +103,9 @@ def drive(url, plugin="cxlredis", save_chunk_meta=True):
     proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
                           env=env, timeout=180)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]
-    return json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    out = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    out["stderr"] = proc.stderr.decode(errors="replace")
+    return out
 
 
 def check(out):
@@ -159,3 +162,33 @@ def test_plugin_maps_a_tenants_own_arena():
             assert admin.dbsize() == 0
     finally:
         srv.close()
+
+
+@pytest.mark.parametrize("rules, refused", [
+    ("+@all -@dangerous", "'cxl|reserve'"),      # CXL INFO allowed: refused at the first put
+    ("+@all -@cxl", "'cxl|info'"),               # refused at connect
+])
+def test_plugin_falls_back_to_resp_when_the_user_may_not_map(rules, refused):
+    """A user the ACL does not give the mapping commands: every get and put still works,
+    over RESP, and one warning says why and how to grant them."""
+    srv = cxl_server([f"user lm on >{PASSWORD} ~* &* {rules}"])
+    try:
+        srv.start()
+        out = drive(f"unix://lm:{PASSWORD}@{srv.unixsocket}")
+        check(out)
+        assert out["mapped_at_end"] is False
+        warnings = [line for line in out["stderr"].splitlines() if "over RESP" in line]
+        assert len(warnings) == 1, out["stderr"][-4000:]
+        assert refused in warnings[0] and "+@cxl" in warnings[0]
+        with unix_client(srv, username="lm", password=PASSWORD) as client:
+            assert client.dbsize() == 7
+    finally:
+        srv.close()
+
+
+def test_plugin_logs_once_why_it_goes_over_resp(server):
+    unix_client(server).flushall()
+    out = drive(f"redis://127.0.0.1:{server.port}/0")
+    warnings = [line for line in out["stderr"].splitlines() if "over RESP" in line]
+    assert len(warnings) == 1, out["stderr"][-4000:]
+    assert "offered only over the unix socket" in warnings[0]

@@ -460,3 +460,33 @@ def test_mapped_reads_verify_arena_checksums():
             kv.close()
     finally:
         srv.close()
+
+
+READS_AND_WRITES = {
+    "get": lambda kv: bytes(kv.get(b"k").view),
+    "get_bytes": lambda kv: kv.get_bytes(b"k"),
+    "mget": lambda kv: bytes(kv.mget([b"k"])[0].view),
+    "get_into": lambda kv: (lambda out: bytes(out[:kv.get_into(b"k", out)]))(bytearray(16)),
+    "mget_into": lambda kv: (lambda out: bytes(out[:kv.mget_into([b"k"], [out])[0]]))(bytearray(16)),
+    "set": lambda kv: kv.set(b"k", b"value") and kv.redis.get(b"k"),
+    "mset": lambda kv: kv.mset({b"k": b"value"}) and kv.redis.get(b"k"),
+}
+
+
+@pytest.mark.parametrize("operation", READS_AND_WRITES)
+def test_refused_mapping_commands_fall_back_to_resp(server, operation, caplog):
+    """A user whose ACL lets CXL INFO through but not the mapping commands themselves
+    (-@dangerous): whichever call meets the refusal first, it and every later call go
+    over RESP, with one warning that names the fix."""
+    unix_client(server).execute_command(
+        "ACL", "SETUSER", "undangerous", "on", f">{PASSWORD}", "~*", "+@all", "-@dangerous")
+    unix_client(server).set(b"k", b"value")
+    with local(server, username="undangerous", password=PASSWORD) as kv, \
+            caplog.at_level("WARNING", logger="cxlredis.local"):
+        assert kv.mapped
+        assert READS_AND_WRITES[operation](kv) == b"value"
+        assert not kv.mapped and "+@cxl" in kv.why_not_mapped
+        for again in READS_AND_WRITES.values():
+            assert again(kv) == b"value"
+    warnings = [r for r in caplog.records if r.name == "cxlredis.local"]
+    assert len(warnings) == 1 and "-@dangerous" in warnings[0].getMessage()

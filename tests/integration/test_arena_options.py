@@ -1,4 +1,5 @@
 """Arena backing options, through the real server: prefault, huge pages, NUMA binding."""
+import os
 import subprocess
 import sys
 
@@ -33,5 +34,7 @@ def test_missing_numa_node_is_a_clear_startup_error(tmp_path):
                            "--arena-path", str(tmp_path / "a.arena"), "--arena-size", "16mb",
                            "--arena-numa-node", "200"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
-    assert "NUMA node 200" in proc.stderr
+    fatal = [line for line in proc.stderr.splitlines() if "NUMA node 200" in line]
+    assert len(fatal) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+    assert os.listdir(tmp_path) == []       # the arena file it had created is gone again

@@ -1,13 +1,46 @@
-"""Server lifecycle: start-up on defaults, warm restart, signals, SHUTDOWN, bad arenas."""
+"""Server lifecycle: start-up on defaults, warm restart, signals, SHUTDOWN, bad arenas,
+the start-up log and starts that fail."""
+import hashlib
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 
 import pytest
 import redis
 
-from conftest import ServerProcess, free_port, raw_connection
+from conftest import REPO_ROOT, ServerProcess, free_port, raw_connection
+
+
+def failed_start(directory, *args, conf=None):
+    """Run a cxlredis start (in `directory`, with the config file `conf`) that must fail;
+    its stderr."""
+    proc = subprocess.run([sys.executable, "-m", "cxlredis", *([conf] if conf else []),
+                           "--arena-size", "16mb", *args],
+                          capture_output=True, text=True, timeout=60, cwd=directory,
+                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc.stderr
+
+
+def fatal_lines(output, text):
+    return [line for line in output.splitlines() if text in line]
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def busy_port():
+    """A listening socket on 127.0.0.1 and its port (close the socket when done)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock, sock.getsockname()[1]
 
 
 def fill(client, n=50, size=1000):
@@ -116,33 +149,116 @@ def test_corrupt_arena_is_refused_with_clear_error(cxl_factory, tmp_path, damage
             f.write(b"NOTCXL!!")
         else:
             f.write(os.urandom(4096))  # someone else's bytes where our superblock was
-    proc = subprocess.run([sys.executable, "-m", "cxlredis", "--port", str(free_port()),
-                           "--arena-path", srv.arena_path, "--arena-size", "64mb"],
-                          capture_output=True, text=True, timeout=30)
-    assert proc.returncode != 0
-    assert "arena" in proc.stderr.lower()
-    assert "Traceback" not in proc.stderr
+    before = digest(srv.arena_path)
+    stderr = failed_start(tmp_path, "--port", str(free_port()), "--arena-path", srv.arena_path,
+                          "--arena-size", "64mb")
+    fatal = fatal_lines(stderr, "Fatal")
+    assert len(fatal) == 1, stderr
+    assert srv.arena_path in fatal[0]
+    assert "arena-reset yes" in fatal[0] and "arena-path" in fatal[0]
+    assert digest(srv.arena_path) == before     # refused, not touched
 
 
-def test_arena_size_mismatch_is_refused(cxl_factory):
+def test_arena_size_mismatch_is_refused(cxl_factory, tmp_path):
     srv = cxl_factory()
     srv.stop()
-    proc = subprocess.run([sys.executable, "-m", "cxlredis", "--port", str(free_port()),
-                           "--arena-path", srv.arena_path, "--arena-size", "32mb"],
-                          capture_output=True, text=True, timeout=30)
-    assert proc.returncode != 0
-    assert "arena-reset" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    before = digest(srv.arena_path)
+    stderr = failed_start(tmp_path, "--port", str(free_port()), "--arena-path", srv.arena_path,
+                          "--arena-size", "32mb")
+    fatal = fatal_lines(stderr, "Fatal")
+    assert len(fatal) == 1 and "arena-reset" in fatal[0], stderr
+    assert digest(srv.arena_path) == before
 
 
-def test_two_servers_cannot_share_one_arena(cxl_factory):
+def test_two_servers_cannot_share_one_arena(cxl_factory, tmp_path):
     srv = cxl_factory()
-    proc = subprocess.run([sys.executable, "-m", "cxlredis", "--port", str(free_port()),
-                           "--arena-path", srv.arena_path, "--arena-size", "64mb"],
-                          capture_output=True, text=True, timeout=30)
-    assert proc.returncode != 0
-    assert "in use" in proc.stderr
+    stderr = failed_start(tmp_path, "--port", str(free_port()), "--arena-path", srv.arena_path,
+                          "--arena-size", "64mb")
+    fatal = fatal_lines(stderr, "in use")
+    assert len(fatal) == 1, stderr
+    assert f"pid {srv.pid} holds it" in fatal[0]
     assert srv.client().ping()
+
+
+def test_port_in_use_creates_nothing(tmp_path):
+    """Every file a start makes is gone after it failed: arena, unix socket, pid file."""
+    sock, port = busy_port()
+    with sock:
+        stderr = failed_start(tmp_path, "--port", str(port), "--arena-path", "a.arena",
+                              "--unixsocket", "s.sock", "--pidfile", "p.pid")
+    fatal = fatal_lines(stderr, "Address already in use")
+    assert len(fatal) == 1, stderr
+    assert f"127.0.0.1:{port}" in fatal[0] and "another port" in fatal[0]
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_port_in_use_leaves_an_existing_arena_as_it_was(cxl_factory, tmp_path):
+    srv = cxl_factory()
+    srv.client().set("kept", "yes")
+    srv.stop()
+    before = digest(srv.arena_path)
+    sock, port = busy_port()
+    with sock:
+        failed_start(tmp_path, "--port", str(port), "--arena-path", srv.arena_path,
+                     "--arena-size", "64mb")
+    assert digest(srv.arena_path) == before
+    srv.restart()
+    assert srv.client().get("kept") == b"yes"
+    assert srv.client().info("persistence")["arena_recovery"] == "clean"
+
+
+def test_late_failure_removes_the_new_arena_only(cxl_factory, tmp_path):
+    """The metrics port is bound after the arena: its failure still leaves no new file,
+    and an arena that was there before keeps its data (and is trusted: detached clean)."""
+    sock, busy = busy_port()
+    with sock:
+        stderr = failed_start(tmp_path, "--port", str(free_port()), "--metrics-port", str(busy),
+                              "--arena-path", "a.arena", "--unixsocket", "s.sock")
+        assert len(fatal_lines(stderr, "Prometheus exporter")) == 1, stderr
+        assert os.listdir(tmp_path) == []
+        srv = cxl_factory()
+        srv.client().set("kept", "yes")
+        srv.stop()
+        failed_start(tmp_path, "--port", str(free_port()), "--metrics-port", str(busy),
+                     "--arena-path", srv.arena_path, "--arena-size", "64mb")
+    assert os.path.exists(srv.arena_path)
+    srv.restart()
+    assert srv.client().get("kept") == b"yes"
+    assert srv.client().info("persistence")["arena_recovery"] == "clean"
+
+
+def test_late_failure_removes_new_tenant_arenas_and_tenants_file(tmp_path):
+    (tmp_path / "c.conf").write_text("user acme-user on >pw ~* +@all\n"
+                                     "user team-user on >pw ~* +@all\n"
+                                     "tenant acme quota 8mb arena own users acme-user\n"
+                                     "tenant team quota 8mb users team-user\n")
+    sock, busy = busy_port()
+    with sock:
+        stderr = failed_start(tmp_path, "--port", str(free_port()), "--metrics-port", str(busy),
+                              "--arena-path", "a.arena", conf="c.conf")
+    assert "Tenant 'acme' arena" in stderr          # it was created, then removed again
+    assert os.listdir(tmp_path) == ["c.conf"]
+
+
+def test_bad_tenant_definitions_create_nothing(tmp_path):
+    (tmp_path / "c.conf").write_text("user acme-user on >pw ~* +@all\n"
+                                     "tenant acme quota 8mb users acme-user\n"
+                                     "tenant team quota 8mb users acme-user\n")
+    stderr = failed_start(tmp_path, "--port", str(free_port()), "--arena-path", "a.arena",
+                          conf="c.conf")
+    assert len(fatal_lines(stderr, "already belongs to tenant 'acme'")) == 1, stderr
+    assert os.listdir(tmp_path) == ["c.conf"]
+
+
+def test_fatal_error_goes_to_the_logfile_and_stderr_once_each(tmp_path):
+    sock, port = busy_port()
+    with sock:
+        stderr = failed_start(tmp_path, "--port", str(port), "--arena-path", "a.arena",
+                              "--logfile", "server.log")
+    logged = (tmp_path / "server.log").read_text()
+    assert len(fatal_lines(stderr, "Address already in use")) == 1, stderr
+    assert len(fatal_lines(logged, "Address already in use")) == 1, logged
+    assert sorted(os.listdir(tmp_path)) == ["server.log"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -162,9 +278,34 @@ def test_log_lines_look_like_redis(cxl_factory):
     srv.stop()
     lines = [line for line in srv.log.splitlines() if line.strip()]
     assert any("Ready to accept connections" in line for line in lines)
-    import re
     pattern = re.compile(r"^\d+:M \d\d \w{3} \d{4} \d\d:\d\d:\d\d\.\d{3} [.\-*#] ")
     assert all(pattern.match(line) for line in lines), lines
+
+
+def test_startup_log_names_listeners_and_sizes(cxl_factory):
+    """Where it listens (Redis's "Running mode=standalone, port=N."; one line per
+    listener), the arena's size and maxmemory in human units, how it was recovered."""
+    srv = cxl_factory(loglevel="notice", maxmemory="32mb")
+    srv.client().set("a", "b")
+    srv.kill9()
+    srv.restart()
+    first, second = srv.log.split("starting, pid=")[1:3]
+    assert f"* Running mode=standalone, port={srv.port}." in first
+    assert f"* Ready to accept connections tcp 127.0.0.1:{srv.port}\n" in first
+    assert f"* Ready to accept connections unix {srv.unixsocket}\n" in first
+    assert f"* Arena {srv.arena_path}: 64.00M, new; maxmemory 32.00M\n" in first
+    assert "dropped" not in first
+    assert f"* Arena {srv.arena_path}: 64.00M, rebuilt; maxmemory 32.00M\n" in second
+
+
+def test_startup_log_of_an_unbounded_maxmemory(cxl_factory):
+    srv = cxl_factory(loglevel="notice", bind="127.0.0.1 -::1")
+    srv.stop()
+    assert "maxmemory 57.60M (90% of the arena, as maxmemory is 0)" in srv.log
+    tcp = [line for line in srv.log.splitlines() if "Ready to accept connections tcp" in line]
+    assert tcp[0].endswith(f"tcp 127.0.0.1:{srv.port}")
+    if socket.has_ipv6 and len(tcp) == 2:       # ::1 is optional ("-"): absent without IPv6
+        assert tcp[1].endswith(f"tcp [::1]:{srv.port}")
 
 
 def test_logfile_and_config_file(tmp_path):

@@ -515,6 +515,34 @@ def test_startup_errors(certs, tmp_path, options, message):
     assert len(fatal) == 1 and message in fatal[0], output
 
 
+@pytest.mark.skipif(TARGET != "cxlredis", reason="runs cxlredis itself")
+def test_tls_port_in_use_is_one_line_and_creates_nothing(certs, tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    args = []
+    for name, value in {"port": str(free_port()), "tls-port": str(busy.getsockname()[1]),
+                        **base_options(certs)}.items():
+        args += [f"--{name}", value]
+    with busy:
+        ours = subprocess.run([sys.executable, "-m", "cxlredis", *args, "--arena-path", "a.arena",
+                               "--arena-size", "16mb", "--unixsocket", "s.sock"],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    assert ours.returncode == 1, ours.stderr
+    fatal = [line for line in ours.stderr.splitlines() if "TLS listening socket" in line]
+    assert len(fatal) == 1 and "Address already in use" in fatal[0], ours.stderr
+    assert "another tls-port" in fatal[0]
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(TARGET != "cxlredis", reason="runs cxlredis itself")
+def test_startup_log_names_the_tls_listener(start):
+    server = start("cxlredis", loglevel="notice")
+    assert f"* Ready to accept connections tls 127.0.0.1:{server.tls_port}\n" in server.log
+    assert f"* Ready to accept connections tcp 127.0.0.1:{server.port}\n" in server.log
+
+
 def test_encrypted_key_at_startup(start, certs):
     server = start(TARGET, tls_key_file=certs.encrypted_key, tls_key_file_pass=KEY_PASS)
     assert tls_ping(server.tls_port, client_context(certs)) == "PONG"
