@@ -6,6 +6,7 @@ Debug switches, as environment variables read at build time:
   CXLREDIS_DEBUG=1      -O0 -g and bounds/wraparound checks on
   CXLREDIS_ONLY=_resp   build just the named extension(s), comma separated
 """
+import glob
 import os
 
 from Cython.Build import cythonize
@@ -32,6 +33,7 @@ def extension(name):
         f"cxlredis.{name}",
         [f"ext/{name}.pyx"],
         include_dirs=["ext"],
+        depends=glob.glob("ext/**/*.h", recursive=True),   # the C the .pyx files include
         extra_compile_args=compile_args,
         define_macros=macros,
     )

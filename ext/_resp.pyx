@@ -27,65 +27,7 @@ from libc.string cimport memchr, memcpy, memmove
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
 
-cdef extern from *:
-    """
-    /* Redis's sdscatrepr (MONITOR's argument form): backslash, double quote, LF, CR,
-       TAB, BEL and BS as a backslash and one character, printable ASCII as it is,
-       every other byte as backslash, x and two hex digits. (Byte values, not C
-       escapes: this text goes through Python's string escapes first.)
-       CX_REPR_CODE[c] is the form of byte c, CX_REPR_LEN[c] its length (1, 2 or 4). */
-    enum { CX_BACKSLASH = 92, CX_QUOTE = 34, CX_LF = 10, CX_CR = 13, CX_TAB = 9,
-           CX_BEL = 7, CX_BS = 8 };
-    static char CX_REPR_CODE[256][4];
-    static unsigned char CX_REPR_LEN[256];
-
-    static void cx_repr_init(void) {
-        static const char hex[] = "0123456789abcdef";
-        static const unsigned char named[][2] = {{CX_BACKSLASH, CX_BACKSLASH}, {CX_QUOTE, CX_QUOTE},
-            {CX_LF, 'n'}, {CX_CR, 'r'}, {CX_TAB, 't'}, {CX_BEL, 'a'}, {CX_BS, 'b'}};
-        for (int c = 0; c < 256; c++) {
-            if (c >= 0x20 && c < 0x7f) {
-                CX_REPR_CODE[c][0] = (char)c;
-                CX_REPR_LEN[c] = 1;
-            } else {
-                memcpy(CX_REPR_CODE[c], (char[]){CX_BACKSLASH, 'x', hex[c >> 4], hex[c & 15]}, 4);
-                CX_REPR_LEN[c] = 4;
-            }
-        }
-        for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
-            CX_REPR_CODE[named[i][0]][0] = CX_BACKSLASH;
-            CX_REPR_CODE[named[i][0]][1] = (char)named[i][1];
-            CX_REPR_LEN[named[i][0]] = 2;
-        }
-    }
-
-    /* The length of the quoted form of s[0, n), quotes included. */
-    static Py_ssize_t cx_repr_size(const unsigned char *s, Py_ssize_t n) {
-        Py_ssize_t size = 2;
-        for (Py_ssize_t i = 0; i < n; i++)
-            size += CX_REPR_LEN[s[i]];
-        return size;
-    }
-
-    /* Writes the quoted form of s[0, n) at out (cx_repr_size bytes); returns its end.
-       A byte's form is stored as 4 bytes whatever its length: past the last two bytes'
-       forms there are always 3 more bytes of the quoted form to be written, so those
-       stores stay inside it; the last two are stored at their length. */
-    static char *cx_repr_write(char *out, const unsigned char *s, Py_ssize_t n) {
-        Py_ssize_t i = 0;
-        *out++ = CX_QUOTE;
-        for (; i + 2 < n; i++) {
-            memcpy(out, CX_REPR_CODE[s[i]], 4);
-            out += CX_REPR_LEN[s[i]];
-        }
-        for (; i < n; i++) {
-            memcpy(out, CX_REPR_CODE[s[i]], CX_REPR_LEN[s[i]]);
-            out += CX_REPR_LEN[s[i]];
-        }
-        *out++ = CX_QUOTE;
-        return out;
-    }
-    """
+cdef extern from "sdsrepr.h":
     void cx_repr_init()
     Py_ssize_t cx_repr_size(const unsigned char *s, Py_ssize_t n) noexcept
     char *cx_repr_write(char *out, const unsigned char *s, Py_ssize_t n) noexcept
