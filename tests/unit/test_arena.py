@@ -205,19 +205,21 @@ def test_set_expire_and_persist(arena):
     assert arena.check() == []
 
 
-def test_expire_cycle_walks_from_a_saved_cursor(arena):
+def test_expire_cycle_resumes_where_its_budget_ran_out(arena):
     past, future = now_ms() - 5, now_ms() + 100_000
     for i in range(300):
         arena.set(0, b"dead:%d" % i, b"x", expire_at=past)
         arena.set(0, b"live:%d" % i, b"x", expire_at=future if i % 2 else -1)
     total, calls = 0, 0
     while arena.dbsize(0) > 300:
-        total += arena.expire_cycle(20)
+        total += arena.expire_cycle(0)      # a budget of 0: 32 entries a call
         calls += 1
-        assert calls < 10_000
-    assert total == 300 and calls > 5
+        assert arena.check() == []          # the saved cursor is an entry of its slot
+        assert calls < 100
+    assert total == 300 and calls >= 300 // 32
     assert arena.stats()["expired_keys"] == 300
     assert arena.expire_cycle(1000) == 0
+    assert arena.dbsize(0) == 300 and arena.db_expires(0) == 150
     assert arena.check() == []
 
 
