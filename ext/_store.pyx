@@ -977,11 +977,13 @@ cdef extern from *:
     /* ---- RENAME / MOVE: a kill -9 at any point leaves the key at its old name or at
        its new one (the rebuild finishes a rename it finds recorded) ---- */
 
-    /* entry `off` takes the identity recorded in r (its rest, value and TTL, stay) */
-    static void cx_rename_apply(char *base, uint64_t off, const cx_rename_intent *r) {
+    /* entry `off` takes the identity recorded in r (its rest, value and TTL, stay): the
+       key bytes, then the header fields and checksum that make them its identity */
+    static void cx_rename_write_key(char *base, uint64_t off, const cx_rename_intent *r) {
+        memcpy(CX_KEY(CX_E(base, off)), r->key, r->key_len);
+    }
+    static void cx_rename_seal(char *base, uint64_t off, const cx_rename_intent *r) {
         cx_entry *e = CX_E(base, off);
-        memcpy(CX_KEY(e), r->key, r->key_len);
-        CX_CRASH_POINT(4);
         e->key_len = r->key_len;
         e->db = r->db;
         e->hash = r->hash;
@@ -1010,7 +1012,9 @@ cdef extern from *:
         cx_index_unlink(base, off);
         cx_account(base, e, 0);
         CX_CRASH_POINT(3);
-        cx_rename_apply(base, off, r);
+        cx_rename_write_key(base, off, r);
+        CX_CRASH_POINT(4);
+        cx_rename_seal(base, off, r);
         CX_CRASH_POINT(5);
         cx_index_push(base, off);
         cx_account(base, e, 1);
@@ -1046,8 +1050,10 @@ cdef extern from *:
         if (r->state != CX_RENAME_IN_PLACE) return;
         if (off >= sb->heap_off && off < sb->heap_off + sb->heap_size && !(off & 63)
             && CX_STATE(CX_E(base, off)->size_state) == CX_LIVE && r->key_len <= CX_RENAME_KEY_MAX
-            && r->key_len <= cx_key_room(CX_E(base, off)))
-            cx_rename_apply(base, off, r);
+            && r->key_len <= cx_key_room(CX_E(base, off))) {
+            cx_rename_write_key(base, off, r);
+            cx_rename_seal(base, off, r);
+        }
         r->state = CX_RENAME_NONE;      /* after: a kill -9 during the rebuild redoes it */
     }
 

@@ -24,11 +24,12 @@ from cxlredis._store import (
 from arena_files import crash_copy, peek, poke
 
 MiB = 1 << 20
-# superblock field offsets (layout version 2)
+# superblock field offsets (layout version 3)
 SB_VERSION = 8
 SB_INDEX_BUCKETS = 32
 SB_CLEAN = 128
 SB_ENTRIES = 200
+ENTRY_TTL_PREV = 96             # cx_entry.ttl_prev: the expiry wheel's back link
 
 
 @pytest.fixture
@@ -221,6 +222,95 @@ def test_expire_cycle_resumes_where_its_budget_ran_out(arena):
     assert arena.expire_cycle(1000) == 0
     assert arena.dbsize(0) == 300 and arena.db_expires(0) == 150
     assert arena.check() == []
+
+
+def test_due_keys_are_found_at_once_in_a_large_arena(tmp_path):
+    # 131072 index buckets: a bucket sweep would need many steps; the wheel looks at
+    # the periods that have passed and nothing else
+    a = Arena(str(tmp_path / "big.arena"), 256 * MiB)
+    for i in range(2000):
+        a.set(0, b"persistent:%d" % i, b"x")
+    for i in range(3):
+        a.set(0, b"due:%d" % i, b"x", expire_at=now_ms() + 30)
+    a.set(0, b"later", b"x", expire_at=now_ms() + 60_000)
+    time.sleep(0.1)
+    assert a.expire_cycle(100) == 3
+    assert a.dbsize(0) == 2001 and a.db_expires(0) == 1 and a.stats()["expired_keys"] == 3
+    assert a.check() == []
+    a.close()
+
+
+def test_keys_a_turn_or_more_away_wait_for_their_time(arena):
+    now = now_ms()
+    for ms in (300_000, 262_144, 600_000, 3_600_000):     # one turn of the wheel is 262 144 ms
+        arena.set(0, b"far:%d" % ms, b"x", expire_at=now + ms)
+    arena.set(0, b"near", b"x", expire_at=now + 20)
+    time.sleep(0.05)
+    assert arena.expire_cycle(10_000) == 1
+    assert arena.dbsize(0) == 4 and arena.check() == []
+
+
+def test_the_wheel_follows_every_change_of_a_ttl(arena):
+    """Each path that sets, changes, keeps, copies or drops a TTL leaves the wheel
+    consistent (check() validates it), and what it left due is found by one step."""
+    soon = now_ms() + 40
+    steps = [
+        lambda: arena.set(0, b"a", b"v", expire_at=soon),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), now_ms() + 100_000),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), soon),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), -1),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), soon),
+        lambda: arena.set(0, b"a", b"overwritten", keep_ttl=True),
+        lambda: arena.append(0, b"a", b"g" * 5000),             # grows into a new block
+        lambda: arena.setrange(0, b"a", 20_000, b"r"),          # and again
+        lambda: arena.copy(0, b"a", 0, b"copy"),
+        lambda: arena.rename(0, b"a", 0, b"b"),                 # in place
+        lambda: arena.rename(0, b"b", 2, b"b"),                 # MOVE
+        lambda: arena.rename(2, b"b", 0, b"long" * 40),         # by copy
+        lambda: arena.set(0, b"doomed", b"v", expire_at=soon),
+        lambda: arena.delete(0, b"doomed"),
+        lambda: arena.set(3, b"flushed", b"v", expire_at=soon),
+        lambda: arena.flushdb(3),
+        lambda: arena.set(0, b"persisted", b"v", expire_at=soon),
+        lambda: arena.set(0, b"persisted", b"plain"),           # SET without KEEPTTL drops it
+    ]
+    for step in steps:
+        step()
+        assert arena.check() == []
+    assert arena.db_expires(0) == 2 and sum(arena.db_expires(db) for db in range(16)) == 2
+    time.sleep(0.06)
+    assert arena.expire_cycle(10_000) == 2
+    assert sorted(arena.keys(0, b"*")) == [b"persisted"]
+    assert arena.stats()["expired_keys"] == 2 and arena.check() == []
+
+
+def test_the_wheel_is_rebuilt_after_a_crash_and_kept_by_a_clean_close(path, tmp_path):
+    a = Arena(path, 8 * MiB)
+    for i in range(500):
+        a.set(i % 4, b"k:%d" % i, b"x" * (i % 300), expire_at=now_ms() + (150 if i % 2 else 100_000))
+    a.expire_cycle(0)                      # a step stopped part way: the cursor is saved
+    copy = crash_copy(path, tmp_path)
+    a.close()
+    for file, recovery in ((copy, "rebuilt"), (path, "clean")):
+        b = Arena(file, 8 * MiB)
+        assert b.recovery == recovery and b.check() == []
+        assert sum(b.db_expires(db) for db in range(4)) == 500
+        time.sleep(0.2)
+        expired = 0
+        while expired < 250:
+            expired += b.expire_cycle(0)
+            assert b.check() == []
+        assert sum(b.dbsize(db) for db in range(4)) == 250
+        b.close()
+
+
+def test_check_reports_a_broken_wheel(path):
+    a = Arena(path, 8 * MiB)
+    off = a.set(0, b"k", b"v", expire_at=now_ms() + 100_000)
+    a.set(0, b"j", b"v", expire_at=now_ms() + 100_000)
+    poke(path, off + ENTRY_TTL_PREV, "<Q", 7)
+    assert any("back link" in p for p in a.check())
+    a.close(clean=False)
 
 
 # ---------------------------------------------------------------- pins, zombies
@@ -952,6 +1042,9 @@ def test_foreign_or_corrupt_superblock(path):
     version = peek(path, SB_VERSION, "<I")
     poke(path, SB_VERSION, "<I", 99)
     with pytest.raises(ArenaError, match=f"layout version 99, this build reads {version}"):
+        Arena(path, 8 * MiB)
+    poke(path, SB_VERSION, "<I", 2)        # before the expiry wheel and 112-byte headers
+    with pytest.raises(ArenaError, match=f"layout version 2, this build reads {version}"):
         Arena(path, 8 * MiB)
     poke(path, SB_VERSION, "<I", version)
     poke(path, SB_INDEX_BUCKETS, "<Q", 12345)
