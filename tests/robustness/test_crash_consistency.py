@@ -543,6 +543,7 @@ def check_rename_outcome(server, case) -> str:
     return "undone" if at_src is not None else "done"
 
 
+@pytest.mark.slow       # 25 server starts
 def test_kill9_at_every_point_of_a_rename_leaves_the_key_at_one_name(cxl_factory, monkeypatch):
     outcomes = {}
     server = None
