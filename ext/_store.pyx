@@ -488,8 +488,8 @@ cdef extern from *:
     }
 
     /* Volatile entry `off` joins the slot of its period, or of the period active expiry
-       looks at next when its own has passed already; within that one, before the entry
-       the look resumes from, so the look still meets it. */
+       looks at next when its own has passed already; within that one, where a look cut
+       short by its budget resumes (it becomes the cursor), so the look still meets it. */
     static void cx_wheel_push(char *base, uint64_t off) {
         cx_super *sb = CX_SB(base);
         cx_entry *e = CX_E(base, off);
@@ -502,6 +502,7 @@ cdef extern from *:
         if (e->ttl_next) CX_E(base, e->ttl_next)->ttl_prev = off;
         if (e->ttl_prev > CX_WHEEL_SLOTS) CX_E(base, e->ttl_prev)->ttl_next = off;
         else *slot = off;
+        if (at) sb->wheel_cursor = off;
     }
 
     static void cx_wheel_unlink(char *base, uint64_t off) {

@@ -224,6 +224,26 @@ def test_expire_cycle_resumes_where_its_budget_ran_out(arena):
     assert arena.check() == []
 
 
+def test_keys_added_while_a_step_is_cut_short_are_still_found(arena):
+    """A step stopped by its budget resumes from a cursor in the slot it was walking;
+    keys whose period is that slot's (or already over) join where it resumes."""
+    for i in range(200):
+        arena.set(0, b"due:%d" % i, b"x", expire_at=now_ms() - 1)
+    time.sleep(0.01)
+    arena.expire_cycle(0)                 # stops after 32, cursor saved
+    for i in range(100):
+        arena.set(0, b"late:%d" % i, b"x", expire_at=now_ms() - 1000)
+        arena.set(0, b"now:%d" % i, b"x", expire_at=now_ms())
+    assert arena.check() == []
+    time.sleep(0.3)                       # the walk's period has passed meanwhile
+    calls = 0
+    while arena.dbsize(0):
+        arena.expire_cycle(0)
+        calls += 1
+        assert calls < 50, f"{arena.dbsize(0)} due keys never found"
+    assert arena.stats()["expired_keys"] == 400 and arena.check() == []
+
+
 def test_due_keys_are_found_at_once_in_a_large_arena(tmp_path):
     # 131072 index buckets: a bucket sweep would need many steps; the wheel looks at
     # the periods that have passed and nothing else
