@@ -4,6 +4,7 @@ The steps run in lockstep with pauses between them, so both servers see the
 same elapsed time; remaining-time replies are compared with the tolerances of
 diff_harness.COMPARATORS, and a few explicit checks allow for scheduling noise.
 """
+import subprocess
 import time
 
 import pytest
@@ -217,6 +218,35 @@ def test_many_volatile_keys_leave_on_time_and_clients_are_served(cxl_factory):
     assert worst_late < 3.0 and worst_ping < 1.0
     assert client.info("stats")["expired_keys"] == count
     assert client.execute_command("DEBUG", "ARENA-CHECK") == []
+
+
+@pytest.mark.slow
+def test_keys_arriving_while_a_flood_expires_still_leave(cxl_factory):
+    """1M keys by redis-cli --pipe, due from 4 s to 7 s after the load starts: expiry
+    steps cut short by their budget meet keys that arrive due or nearly so meanwhile."""
+    count = 1_000_000
+    server = cxl_factory(arena_size="1gb")
+    first_due_ms = int(time.time() * 1000) + 4000
+    commands = []
+    for i in range(count):
+        at = b"%d" % (first_due_ms + (i * 7919) % 3000)
+        key = b"vk:%d" % i
+        commands.append(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\nv\r\n$4\r\nPXAT\r\n$%d\r\n%s\r\n"
+                        % (len(key), key, len(at), at))
+    subprocess.run(["redis-cli", "-p", str(server.port), "--pipe"], input=b"".join(commands),
+                   stdout=subprocess.DEVNULL, check=True, timeout=120)
+    loaded = time.time()
+    client = server.client()
+    deadline = max(loaded, first_due_ms / 1000 + 3) + 3.0
+    while (left := client.dbsize()) and time.time() < deadline:
+        started = time.time()
+        assert client.ping() and time.time() - started < 1.0
+        time.sleep(0.05)
+    print(f"1M keys: load ended {loaded - first_due_ms / 1000:.1f} s after the first was due; "
+          f"{left} left {time.time() - max(loaded, first_due_ms / 1000 + 3):.2f} s after the later of the "
+          f"load's end and the last due time")
+    assert left == 0
+    assert client.info("stats")["expired_keys"] == count
 
 
 @pytest.mark.parametrize("how", ["shutdown", "kill9"])
