@@ -177,6 +177,7 @@ cdef extern from *:
         cx_tenant_meta tmeta[CX_NTENANT];
         uint64_t tenant_bits;             /* bit i: tenant i exists (derived from incarnations; bit 0 implied) */
         uint64_t wheel_cursor;            /* the entry of period wheel_next to look at next, 0 = its first */
+        uint64_t wheel_walk_from;         /* now's period when that look started from its first entry */
         cx_rename_intent rename;
         uint64_t wheel[CX_WHEEL_SLOTS];   /* first entry of each slot; rebuilt, like the LRU lists */
     } cx_super;
@@ -1078,7 +1079,8 @@ cdef extern from *:
     /* Active expiry: look at the wheel's periods from wheel_next up to now's, dropping
        what is due, for about budget_ns (the clock is read every 32 entries, so a
        budget of 0 looks at 32). It resumes where it stopped; a period that has not
-       passed yet is looked at again next time. An entry met in another period's slot
+       passed yet is looked at again next time, and so is one whose look began
+       before it was over. An entry met in another period's slot
        (one whose period is a turn or more away, or placed there before a clock step)
        moves to its own. A walk behind by a whole turn or more (a stopped server) or
        ahead of the clock (it was set back) looks at every slot once. */
@@ -1094,7 +1096,12 @@ cdef extern from *:
             sb->wheel_cursor = 0;
         }
         for (;;) {
-            cur = sb->wheel_cursor ? sb->wheel_cursor : *cx_wheel_slot(sb, sb->wheel_next);
+            if (sb->wheel_cursor) {
+                cur = sb->wheel_cursor;
+            } else {
+                cur = *cx_wheel_slot(sb, sb->wheel_next);
+                sb->wheel_walk_from = target;
+            }
             sb->wheel_cursor = 0;
             for (; cur; cur = next) {
                 if (checked && !(checked & 31)) {
@@ -1117,6 +1124,8 @@ cdef extern from *:
                 }
             }
             if (sb->wheel_next == target) break;
+            /* entries passed over while the period was running may have come due since */
+            if (sb->wheel_walk_from <= sb->wheel_next) continue;
             sb->wheel_next++;
         }
     out:
@@ -1647,6 +1656,7 @@ cdef extern from *:
         uint64_t tenant_bits
         uint64_t wheel_next
         uint64_t wheel_cursor
+        uint64_t wheel_walk_from
         cx_rename_intent rename
         uint64_t wheel[CX_WHEEL_SLOTS]
 

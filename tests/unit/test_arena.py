@@ -244,6 +244,25 @@ def test_keys_added_while_a_step_is_cut_short_are_still_found(arena):
     assert arena.stats()["expired_keys"] == 400 and arena.check() == []
 
 
+def test_keys_passed_over_before_their_period_ended_are_looked_at_again(arena):
+    """A step cut short while walking the current period leaves behind it keys that
+    were not due yet; they are due once the period is over and must not wait a turn."""
+    arena.expire_cycle(1000)
+    while now_ms() % 128 > 40:           # the start of a 128 ms period
+        time.sleep(0.002)
+    period_end = now_ms() // 128 * 128 + 127
+    for i in range(100):
+        arena.set(0, b"p:%d" % i, b"x", expire_at=period_end)
+    arena.expire_cycle(0)                 # looks at 32 (not due yet), cursor saved
+    time.sleep(0.3)
+    calls = 0
+    while arena.dbsize(0):
+        arena.expire_cycle(0)
+        calls += 1
+        assert calls < 50, f"{arena.dbsize(0)} due keys never found"
+    assert arena.check() == []
+
+
 def test_due_keys_are_found_at_once_in_a_large_arena(tmp_path):
     # 131072 index buckets: a bucket sweep would need many steps; the wheel looks at
     # the periods that have passed and nothing else
