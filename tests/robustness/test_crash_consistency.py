@@ -307,7 +307,7 @@ class Writer:
                 self.state[dst], self.state[src] = moved, ABSENT
             elif reply == "ERR no such key" and (moved.desc is None or self.vanishable(src)):
                 self.state[src] = ABSENT
-            else:
+            elif not self.refused(reply):   # a rename by copy needs room for the copy
                 self.unexpected(f"RENAME {src} {dst}", src, reply, moved)
         if moved.desc is None:
             return ["RENAME", src, dst], {}, on_reply
