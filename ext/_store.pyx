@@ -41,6 +41,7 @@ cdef extern from *:
     #include <sys/stat.h>
     #include <sys/file.h>
     #include <sys/syscall.h>
+    #include <signal.h>
 
     #ifndef MADV_POPULATE_WRITE
     #define MADV_POPULATE_WRITE 23
@@ -49,9 +50,9 @@ cdef extern from *:
     #define MADV_HUGEPAGE 14
     #endif
 
-    #define CX_LAYOUT_VERSION 2u
+    #define CX_LAYOUT_VERSION 3u
     #define CX_SUPER_BYTES 65536ull
-    #define CX_HDR 96ull            /* entry header; the key follows it */
+    #define CX_HDR 112ull           /* entry header; the key follows it */
     #define CX_MIN_BLOCK 64ull
     #define CX_NDB 256
     #define CX_NTENANT 64
@@ -59,6 +60,12 @@ cdef extern from *:
     #define CX_MAP_WORDS (CX_NCLASS / 64)
     #define CX_BYTES_PER_BUCKET 2048ull
     #define CX_MIN_BUCKETS 1024ull
+    /* the expiry wheel: slot i lists the volatile entries due in a CX_WHEEL_MS-long
+       period congruent to i (one turn is about 262 s) */
+    #define CX_WHEEL_SLOTS 2048ull
+    #define CX_WHEEL_MS 128
+    /* the longest key a rename in place records in its intent (longer ones are copied) */
+    #define CX_RENAME_KEY_MAX 1024
 
     /* block states, kept in the low 6 bits of the header word (sizes are multiples of 64);
        a TABLE block holds one tenant's per-db key counters (see cx_dbtab) */
@@ -93,6 +100,8 @@ cdef extern from *:
         uint8_t lfu;             /* logarithmic access counter */
         uint16_t tenant;
         uint16_t lfu_minutes;    /* time of the last LFU update, minutes mod 2^16 */
+        /* the expiry wheel (volatile entries only): ttl_prev is slot + 1 for the first of a slot */
+        uint64_t ttl_prev, ttl_next;
     } cx_entry;
 
     typedef struct { uint64_t size_state, next, prev; } cx_freeblk;
@@ -130,6 +139,23 @@ cdef extern from *:
     } cx_dbtab;
     #define CX_DBTAB_BYTES ((sizeof(cx_dbtab) + 8 + 63) & ~63ull)
 
+    /* A rename under way, so a rebuild after a kill -9 finishes it (state is stored
+       last and cleared after the rename is complete). In place: the entry gets the
+       recorded identity; by copy: once the copy (of the recorded generation) is
+       live, the source goes. */
+    enum { CX_RENAME_NONE = 0, CX_RENAME_IN_PLACE, CX_RENAME_BY_COPY };
+    typedef struct {
+        uint64_t state;
+        uint64_t entry;                   /* in place: the entry renamed; by copy: the source */
+        uint64_t entry_generation;        /* by copy: the source's (its block may be reused) */
+        uint64_t generation;              /* the renamed entry's */
+        uint64_t hash;                    /* in place: the new identity */
+        uint32_t key_len;
+        uint16_t db;
+        uint16_t spare;
+        uint8_t key[CX_RENAME_KEY_MAX];
+    } cx_rename_intent;
+
     typedef struct {
         /* geometry: written once by format, covered by the checksum */
         char magic[8];
@@ -140,7 +166,7 @@ cdef extern from *:
         /* mutable state; every counter is recomputed by a rebuild */
         uint64_t clean;
         uint64_t generation;
-        uint64_t expire_cursor;
+        uint64_t wheel_next;              /* the wheel period (expire_at / CX_WHEEL_MS) active expiry looks at next */
         uint64_t hits, misses, expired, evicted;
         uint64_t heap_used, dataset, entries, reserved, zombies, pinned;
         uint64_t free_map[CX_MAP_WORDS];
@@ -150,6 +176,10 @@ cdef extern from *:
         cx_tenant tenants[CX_NTENANT];
         cx_tenant_meta tmeta[CX_NTENANT];
         uint64_t tenant_bits;             /* bit i: tenant i exists (derived from incarnations; bit 0 implied) */
+        uint64_t wheel_cursor;            /* the entry of period wheel_next to look at next, 0 = its first */
+        uint64_t wheel_walk_from;         /* now's period when that look started from its first entry */
+        cx_rename_intent rename;
+        uint64_t wheel[CX_WHEEL_SLOTS];   /* first entry of each slot; rebuilt, like the LRU lists */
     } cx_super;
 
     typedef struct {
@@ -170,6 +200,11 @@ cdef extern from *:
     #define CX_BUCKETS(base) ((uint64_t *)((base) + CX_SB(base)->index_off))
 
     static inline void cx_store(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+    /* Tests kill the process at numbered points of a multi-store update
+       (CXLREDIS_TEST_CRASH_POINT) to check that a rebuild recovers from each. */
+    static int cx_crash_at = 0;
+    #define CX_CRASH_POINT(n) do { if (__builtin_expect(cx_crash_at == (n), 0)) raise(SIGKILL); } while (0)
 
     static inline int64_t cx_now_ms(void) {
         struct timespec ts;
@@ -445,15 +480,52 @@ cdef extern from *:
         t->list_bytes[l] -= CX_SIZE(e->size_state);
     }
 
+    /* ---- the expiry wheel: every volatile live entry, in the slot of its period, so
+       active expiry finds what is due by looking at the periods that have passed.
+       Arena-wide: a drop counts against the entry's own tenant. ---- */
+    static inline uint64_t cx_period(int64_t ms) { return ms > 0 ? (uint64_t)ms / CX_WHEEL_MS : 0; }
+    static inline uint64_t *cx_wheel_slot(cx_super *sb, uint64_t period) {
+        return &sb->wheel[period & (CX_WHEEL_SLOTS - 1)];
+    }
+
+    /* Volatile entry `off` joins the slot of its period, or of the period active expiry
+       looks at next when its own has passed already; within that one, where a look cut
+       short by its budget resumes (it becomes the cursor), so the look still meets it. */
+    static void cx_wheel_push(char *base, uint64_t off) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        uint64_t period = cx_period(e->expire_at), *slot, at;
+        if (period <= sb->wheel_next) period = sb->wheel_next;
+        slot = cx_wheel_slot(sb, period);
+        at = period == sb->wheel_next ? sb->wheel_cursor : 0;
+        e->ttl_next = at ? at : *slot;
+        e->ttl_prev = at ? CX_E(base, at)->ttl_prev : (uint64_t)(slot - sb->wheel) + 1;
+        if (e->ttl_next) CX_E(base, e->ttl_next)->ttl_prev = off;
+        if (e->ttl_prev > CX_WHEEL_SLOTS) CX_E(base, e->ttl_prev)->ttl_next = off;
+        else *slot = off;
+        if (at) sb->wheel_cursor = off;
+    }
+
+    static void cx_wheel_unlink(char *base, uint64_t off) {
+        cx_super *sb = CX_SB(base);
+        cx_entry *e = CX_E(base, off);
+        if (sb->wheel_cursor == off) sb->wheel_cursor = e->ttl_next;
+        if (e->ttl_prev > CX_WHEEL_SLOTS) CX_E(base, e->ttl_prev)->ttl_next = e->ttl_next;
+        else sb->wheel[e->ttl_prev - 1] = e->ttl_next;
+        if (e->ttl_next) CX_E(base, e->ttl_next)->ttl_prev = e->ttl_prev;
+        e->ttl_prev = e->ttl_next = 0;
+    }
+
     /* key + value bytes of live entry e changed by delta (tenant 0's share is derived) */
     static inline void cx_dataset_add(char *base, const cx_entry *e, uint64_t delta) {
         CX_SB(base)->dataset += delta;
         if (e->tenant) CX_SB(base)->tmeta[e->tenant].dataset += delta;
     }
 
-    /* entry counters, +1 when an entry becomes live, -1 when it stops being live.
-       A tenant's used_bytes follows its blocks instead (cx_reserve / cx_block_free). */
-    static void cx_account(char *base, const cx_entry *e, int add) {
+    /* entry counters and the expiry wheel, +1 when an entry becomes live, -1 when it
+       stops being live. A tenant's used_bytes follows its blocks instead (cx_reserve /
+       cx_block_free). */
+    static void cx_account(char *base, cx_entry *e, int add) {
         cx_super *sb = CX_SB(base);
         cx_tenant *t = &sb->tenants[e->tenant];
         uint64_t one = add ? 1 : (uint64_t)-1;
@@ -465,6 +537,8 @@ cdef extern from *:
         if (e->expire_at != -1) {
             cx_db_volatile(base, e->tenant)[e->db] += one;
             t->volatile_keys += one;
+            if (add) cx_wheel_push(base, (uint64_t)((char *)e - base));
+            else cx_wheel_unlink(base, (uint64_t)((char *)e - base));
         }
     }
 
@@ -892,7 +966,9 @@ cdef extern from *:
             cx_db_volatile(base, e->tenant)[e->db] += one;
             sb->tenants[e->tenant].volatile_keys += one;
         }
+        if (was) cx_wheel_unlink(base, off);
         e->expire_at = at;
+        if (will) cx_wheel_push(base, off);
         cx_reseal(base, off);
         if (was != will) {
             e->last_access = now;
@@ -900,53 +976,159 @@ cdef extern from *:
         }
     }
 
+    /* ---- RENAME / MOVE: a kill -9 at any point leaves the key at its old name or at
+       its new one (the rebuild finishes a rename it finds recorded) ---- */
+
+    /* entry `off` takes the identity recorded in r (its rest, value and TTL, stay): the
+       key bytes, then the header fields and checksum that make them its identity */
+    static void cx_rename_write_key(char *base, uint64_t off, const cx_rename_intent *r) {
+        memcpy(CX_KEY(CX_E(base, off)), r->key, r->key_len);
+    }
+    static void cx_rename_seal(char *base, uint64_t off, const cx_rename_intent *r) {
+        cx_entry *e = CX_E(base, off);
+        e->key_len = r->key_len;
+        e->db = r->db;
+        e->hash = r->hash;
+        e->generation = r->generation;
+        e->checksum = cx_entry_sum(e);
+    }
+
     /* Rename live entry `off` to (its tenant, pdb, key) without moving its value; the
-       caller checked that the key fits its key area. A crash in the middle loses the
-       entry rather than leaving a half-renamed one. */
+       caller checked that the key fits its key area and CX_RENAME_KEY_MAX. */
     static void cx_rename_in_place(char *base, uint64_t off, unsigned pdb, const uint8_t *key, size_t klen) {
         cx_super *sb = CX_SB(base);
         cx_entry *e = CX_E(base, off);
+        cx_rename_intent *r = &sb->rename;
         uint64_t h = cx_key_hash(sb, e->tenant, pdb, key, klen);
         uint64_t dst = cx_find(base, h, e->tenant, pdb, key, klen, NULL);
+        memcpy(r->key, key, klen);
+        r->key_len = (uint32_t)klen;
+        r->db = (uint16_t)pdb;
+        r->hash = h;
+        r->entry = off;
+        r->generation = ++sb->generation;   /* newer than the destination's: it wins a rebuild */
+        cx_store(&r->state, CX_RENAME_IN_PLACE);
+        CX_CRASH_POINT(1);
         if (dst) cx_drop(base, dst, 1);
+        CX_CRASH_POINT(2);
         cx_index_unlink(base, off);
         cx_account(base, e, 0);
-        uint64_t size = CX_SIZE(e->size_state);
-        cx_store(&e->size_state, size | CX_RESERVED);
-        memcpy(CX_KEY(e), key, klen);
-        e->key_len = (uint32_t)klen;
-        e->db = (uint16_t)pdb;
-        e->hash = h;
-        cx_reseal(base, off);
-        cx_store(&e->size_state, size | CX_LIVE);
+        CX_CRASH_POINT(3);
+        cx_rename_write_key(base, off, r);
+        CX_CRASH_POINT(4);
+        cx_rename_seal(base, off, r);
+        CX_CRASH_POINT(5);
         cx_index_push(base, off);
         cx_account(base, e, 1);
+        CX_CRASH_POINT(6);
+        cx_store(&r->state, CX_RENAME_NONE);
     }
 
-    static uint64_t cx_expire_cycle(char *base, uint64_t max_checks, int64_t now) {
+    /* Rename live entry `src` to (its tenant, pdb, key) by committing reserved block
+       `fresh`, which holds a copy of its value; the caller pins src. */
+    static void cx_rename_by_copy(char *base, uint64_t src, uint64_t fresh, unsigned pdb, const uint8_t *key,
+                                  size_t klen, int64_t now, int checksum) {
         cx_super *sb = CX_SB(base);
-        uint64_t *bk = CX_BUCKETS(base), mask = sb->index_buckets - 1;
-        uint64_t expired = 0, checked = 0, visited = 0, budget = max_checks * 16 + 64, volatile_keys = 0, m;
-        uint64_t b = sb->expire_cursor & mask;
-        for (m = cx_tenant_bits(sb); m; m &= m - 1) volatile_keys += sb->tenants[__builtin_ctzll(m)].volatile_keys;
-        if (!volatile_keys) return 0;
-        while (checked < max_checks && visited < budget && visited <= mask) {
-            uint64_t cur = bk[b];
-            while (cur) {
+        cx_entry *e = CX_E(base, src);
+        cx_rename_intent *r = &sb->rename;
+        r->entry = src;
+        r->entry_generation = e->generation;
+        r->generation = sb->generation + 1;   /* the one cx_commit gives the copy */
+        cx_store(&r->state, CX_RENAME_BY_COPY);
+        CX_CRASH_POINT(11);
+        cx_commit(base, fresh, pdb, key, klen, e->expire_at, e->type, 0, now, checksum);
+        CX_CRASH_POINT(12);
+        cx_drop(base, src, 1);
+        CX_CRASH_POINT(13);
+        cx_store(&r->state, CX_RENAME_NONE);
+    }
+
+    /* A rebuild's first step: a recorded in-place rename gets its entry's new identity,
+       so the heap walk sees a whole entry (the destination's older one loses to it). */
+    static void cx_rename_redo(char *base) {
+        cx_super *sb = CX_SB(base);
+        cx_rename_intent *r = &sb->rename;
+        uint64_t off = r->entry;
+        if (r->state != CX_RENAME_IN_PLACE) return;
+        if (off >= sb->heap_off && off < sb->heap_off + sb->heap_size && !(off & 63)
+            && CX_STATE(CX_E(base, off)->size_state) == CX_LIVE && r->key_len <= CX_RENAME_KEY_MAX
+            && r->key_len <= cx_key_room(CX_E(base, off))) {
+            cx_rename_write_key(base, off, r);
+            cx_rename_seal(base, off, r);
+        }
+        r->state = CX_RENAME_NONE;      /* after: a kill -9 during the rebuild redoes it */
+    }
+
+    /* After the rebuild's heap walk: a rename by copy whose copy is live loses its
+       source (copy_live: the walk indexed an entry of the recorded generation). */
+    static void cx_rename_undo_source(char *base, int copy_live) {
+        cx_super *sb = CX_SB(base);
+        cx_rename_intent *r = &sb->rename;
+        uint64_t off = r->entry;
+        if (r->state != CX_RENAME_BY_COPY) return;
+        if (copy_live && off >= sb->heap_off && off < sb->heap_off + sb->heap_size && !(off & 63)) {
+            cx_entry *e = CX_E(base, off);
+            if (CX_STATE(e->size_state) == CX_LIVE && e->generation == r->entry_generation) {
+                cx_index_unlink(base, off);
+                e->size_state = CX_SIZE(e->size_state) | CX_FREE;
+            }
+        }
+        r->state = CX_RENAME_NONE;
+    }
+
+    /* Active expiry: look at the wheel's periods from wheel_next up to now's, dropping
+       what is due, for about budget_ns (the clock is read every 32 entries, so a
+       budget of 0 looks at 32). It resumes where it stopped; a period that has not
+       passed yet is looked at again next time, and so is one whose look began
+       before it was over. An entry met in another period's slot
+       (one whose period is a turn or more away, or placed there before a clock step)
+       moves to its own. A walk behind by a whole turn or more (a stopped server) or
+       ahead of the clock (it was set back) looks at every slot once. */
+    static uint64_t cx_expire_cycle(char *base, int64_t now, int64_t budget_ns) {
+        cx_super *sb = CX_SB(base);
+        uint64_t target = cx_period(now), expired = 0, checked = 0, cur, next, mask = CX_WHEEL_SLOTS - 1;
+        struct timespec ts;
+        int64_t start;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        start = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        if (sb->wheel_next > target || target - sb->wheel_next >= CX_WHEEL_SLOTS) {
+            sb->wheel_next = target >= mask ? target - mask : 0;
+            sb->wheel_cursor = 0;
+        }
+        for (;;) {
+            if (sb->wheel_cursor) {
+                cur = sb->wheel_cursor;
+            } else {
+                cur = *cx_wheel_slot(sb, sb->wheel_next);
+                sb->wheel_walk_from = target;
+            }
+            sb->wheel_cursor = 0;
+            for (; cur; cur = next) {
+                if (checked && !(checked & 31)) {
+                    clock_gettime(CLOCK_MONOTONIC, &ts);
+                    if ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - start >= budget_ns) {
+                        sb->wheel_cursor = cur;
+                        goto out;
+                    }
+                }
                 cx_entry *e = CX_E(base, cur);
-                uint64_t next = e->chain_next;
+                next = e->ttl_next;
                 checked++;
-                if (cx_expired(e, now)) {
+                if (e->expire_at < now) {
                     sb->tenants[e->tenant].expired++;
                     cx_drop(base, cur, 1);
                     expired++;
+                } else if ((cx_period(e->expire_at) & mask) != (sb->wheel_next & mask)) {
+                    cx_wheel_unlink(base, cur);
+                    cx_wheel_push(base, cur);
                 }
-                cur = next;
             }
-            b = (b + 1) & mask;
-            visited++;
+            if (sb->wheel_next == target) break;
+            /* entries passed over while the period was running may have come due since */
+            if (sb->wheel_walk_from <= sb->wheel_next) continue;
+            sb->wheel_next++;
         }
-        sb->expire_cursor = b;
+    out:
         sb->expired += expired;
         return expired;
     }
@@ -974,6 +1156,7 @@ cdef extern from *:
         sb->heap_size = (size - sb->heap_off) & ~63ull;
         sb->hash_seed = seed;
         sb->formatted_ms = (uint64_t)cx_now_ms();
+        sb->wheel_next = cx_period((int64_t)sb->formatted_ms);
         memset(base + sb->index_off, 0, nb * 8);
         for (int i = 0; i < CX_NDB; i++) sb->db_map[i] = (uint8_t)i;
         *(uint64_t *)(base + sb->heap_off) = sb->heap_size | CX_FREE;
@@ -1048,8 +1231,9 @@ cdef extern from *:
         uint64_t lo = sb->heap_off, hi = sb->heap_off + sb->heap_size, off, size, w;
         uint64_t maxgen = sb->generation, live = 0;
         int64_t dropped = 0;
-        int i, seen[CX_NDB];
+        int i, seen[CX_NDB], copy_live = 0;
 
+        cx_rename_redo(base);
         memset(CX_BUCKETS(base), 0, sb->index_buckets * 8);
         memset(sb->free_map, 0, sizeof sb->free_map);
         memset(sb->free_head, 0, sizeof sb->free_head);
@@ -1077,7 +1261,8 @@ cdef extern from *:
             sb->tenant_bits |= 1ull << i;
         }
         sb->heap_used = sb->dataset = sb->entries = sb->reserved = sb->zombies = sb->pinned = 0;
-        sb->expire_cursor &= sb->index_buckets - 1;
+        memset(sb->wheel, 0, sizeof sb->wheel);
+        sb->wheel_cursor = 0;
         /* a crash between the two stores of a SWAPDB leaves a non-permutation */
         memset(seen, 0, sizeof seen);
         for (i = 0; i < CX_NDB; i++) seen[sb->db_map[i]]++;
@@ -1132,7 +1317,9 @@ cdef extern from *:
                 cx_index_push(base, off);
             }
             if (e->generation > maxgen) maxgen = e->generation;
+            if (e->generation == sb->rename.generation) copy_live = 1;
         }
+        cx_rename_undo_source(base, copy_live);
         /* pass 2: coalesce free runs into the free lists, count the live entries */
         for (off = lo; off < hi; off += size) {
             w = *(uint64_t *)(base + off);
@@ -1364,6 +1551,9 @@ cdef extern from *:
         CX_LIVE
         CX_ZOMBIE
         CX_TABLE
+        CX_WHEEL_SLOTS
+        CX_RENAME_KEY_MAX
+        CX_RENAME_NONE
         CX_NOEVICTION
         CX_ALLKEYS_LFU
         CX_VOLATILE_LFU
@@ -1393,6 +1583,8 @@ cdef extern from *:
         uint8_t type
         uint8_t lfu
         uint16_t tenant
+        uint64_t ttl_prev
+        uint64_t ttl_next
 
     ctypedef struct cx_freeblk:
         uint64_t size_state
@@ -1432,6 +1624,9 @@ cdef extern from *:
         uint64_t keys[CX_NDB]
         uint64_t volatile_keys[CX_NDB]
 
+    ctypedef struct cx_rename_intent:
+        uint64_t state
+
     ctypedef struct cx_super:
         uint32_t version
         uint64_t arena_size
@@ -1459,6 +1654,11 @@ cdef extern from *:
         cx_tenant tenants[CX_NTENANT]
         cx_tenant_meta tmeta[CX_NTENANT]
         uint64_t tenant_bits
+        uint64_t wheel_next
+        uint64_t wheel_cursor
+        uint64_t wheel_walk_from
+        cx_rename_intent rename
+        uint64_t wheel[CX_WHEEL_SLOTS]
 
     ctypedef struct cx_cfg:
         int policy
@@ -1512,8 +1712,12 @@ cdef extern from *:
     int CX_SUMMED
     void cx_set_expire(char* base, uint64_t off, int64_t at, int64_t now) nogil
     void cx_rename_in_place(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen) nogil
+    void cx_rename_by_copy(char* base, uint64_t src, uint64_t fresh, unsigned pdb, const uint8_t* key, size_t klen,
+                           int64_t now, int checksum) nogil
+    uint64_t cx_period(int64_t ms) nogil
+    int cx_crash_at
     uint64_t cx_random_entry(char* base, uint64_t* rng, const cx_filter* f) nogil
-    uint64_t cx_expire_cycle(char* base, uint64_t max_checks, int64_t now) nogil
+    uint64_t cx_expire_cycle(char* base, int64_t now, int64_t budget_ns) nogil
     void cx_format(char* base, uint64_t size, uint64_t seed) nogil
     int cx_validate(const char* base, uint64_t size) nogil
     int cx_entry_intact(char* base, uint64_t off, uint64_t size) nogil
@@ -1555,6 +1759,14 @@ cdef enum:
 
 TYPE_STRING = STRING_TYPE
 TYPE_HASH = HASH_TYPE
+
+
+cdef void arm_crash_point(int point) noexcept:
+    global cx_crash_at
+    cx_crash_at = point
+
+# Tests only: the process kills itself at this numbered point of a rename (CX_CRASH_POINT).
+arm_crash_point(int(os.environ.get("CXLREDIS_TEST_CRASH_POINT") or 0))
 
 POLICY_NAMES = ("noeviction", "allkeys-lru", "volatile-lru", "allkeys-random",
                 "volatile-random", "volatile-ttl", "allkeys-lfu", "volatile-lfu")
@@ -1776,15 +1988,12 @@ cdef uint64_t put(Arena a, unsigned tenant, unsigned pdb, Buf* key, Buf* value, 
     return off
 
 
-cdef uint64_t commit_copy(Arena a, unsigned tenant, uint64_t src, unsigned pdb, Buf* key,
-                          int64_t now) except 0:
-    """A new entry (pdb, key) holding a copy of entry src's value, with its TTL and type
-    (COPY, RENAME to a key too long for src's key area). The caller pins src, so making
-    room cannot evict it."""
+cdef uint64_t reserve_copy(Arena a, unsigned tenant, uint64_t src, Buf* key, int64_t now) except 0:
+    """A reserved block for key holding a copy of entry src's value (COPY, RENAME to a
+    key too long for src's key area). The caller pins src, so making room cannot evict it."""
     cdef cx_entry* e = CX_E(a.base, src)
     cdef uint64_t fresh = reserve_or_raise(a, tenant, key.len, e.value_len, now)
     copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
-    cx_commit(a.base, fresh, pdb, key.ptr, key.len, e.expire_at, e.type, 0, now, a.checksums)
     return fresh
 
 
@@ -2172,7 +2381,8 @@ cdef class Keyspace:
         try:
             cx_pin(a.base, src)       # not evicted to make room for its own copy
             try:
-                commit_copy(a, self.tenant, src, dpdb, &dk, now)
+                cx_commit(a.base, reserve_copy(a, self.tenant, src, &dk, now), dpdb, dk.ptr, dk.len,
+                          e.expire_at, e.type, 0, now, a.checksums)
                 CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
             finally:
                 cx_unpin(a.base, src)
@@ -2185,7 +2395,7 @@ cdef class Keyspace:
         The value stays where it is when the new key fits the entry's key area."""
         cdef Arena a = ks_arena(self)
         cdef unsigned spdb = ks_pdb(a, self.tenant, db), dpdb = ks_pdb(a, self.tenant, dstdb)
-        cdef uint64_t src
+        cdef uint64_t src, fresh
         cdef cx_entry* e
         cdef Buf dk
         cdef int64_t now = cx_now_ms()
@@ -2197,15 +2407,15 @@ cdef class Keyspace:
         try:
             if spdb == dpdb and <uint64_t>dk.len == e.key_len and memcmp(CX_KEY(e), dk.ptr, dk.len) == 0:
                 return True
-            if <uint64_t>dk.len <= cx_key_room(e):
+            if <uint64_t>dk.len <= cx_key_room(e) and dk.len <= CX_RENAME_KEY_MAX:
                 cx_rename_in_place(a.base, src, dpdb, dk.ptr, dk.len)
                 return True
             cx_pin(a.base, src)       # not evicted to make room for its own copy
             try:
-                commit_copy(a, self.tenant, src, dpdb, &dk, now)
-                cx_drop(a.base, src, 1)   # a zombie until the unpin below
+                fresh = reserve_copy(a, self.tenant, src, &dk, now)
+                cx_rename_by_copy(a.base, src, fresh, dpdb, dk.ptr, dk.len, now, a.checksums)
             finally:
-                cx_unpin(a.base, src)
+                cx_unpin(a.base, src)     # frees the source unless a reader holds it
         finally:
             buf_close(&dk)
         return True
@@ -2558,10 +2768,11 @@ cdef class Arena(Keyspace):
         sb.db_map[a] = pb
         sb.db_map[b] = pa
 
-    def expire_cycle(self, uint64_t max_checks):
-        """Active expiry step: examine up to max_checks entries (of any tenant) from the
-        saved bucket cursor and delete the expired ones. Returns how many were deleted."""
-        return cx_expire_cycle(open_base(self), max_checks, cx_now_ms())
+    def expire_cycle(self, int64_t budget_us):
+        """Active expiry step: delete due entries (of any tenant) from the expiry wheel
+        for about budget_us microseconds (at least 32 entries are looked at), resuming
+        where the last step stopped. Returns how many were deleted."""
+        return cx_expire_cycle(open_base(self), cx_now_ms(), budget_us * 1000)
 
     # ---- tenants ----
     def namespace(self, int tenant_id):
@@ -2854,6 +3065,49 @@ cdef uint64_t largest_free(char* base) noexcept:
     return 0
 
 
+cdef void check_wheel(char* base, dict live, list problems) except *:
+    """Every volatile live entry is on the expiry wheel once, in a slot active expiry
+    reaches no later than its period (or it is due already)."""
+    cdef cx_super* sb = CX_SB(base)
+    cdef uint64_t slot, cur, prev, reached, mask = CX_WHEEL_SLOTS - 1, nxt = sb.wheel_next
+    cdef int64_t now = cx_now_ms()
+    cdef cx_entry* e
+    cdef set on_wheel = set()
+    for slot in range(mask + 1):
+        cur = sb.wheel[slot]
+        prev = slot + 1
+        # the first period from wheel_next on that this slot stands for
+        reached = nxt + ((slot - nxt) & mask)
+        while cur:
+            if cur not in live or cur in on_wheel:
+                problems.append(f"wheel slot {slot} reaches {cur}, not a live entry (or twice)")
+                break
+            on_wheel.add(cur)
+            e = CX_E(base, cur)
+            if e.ttl_prev != prev:
+                problems.append(f"wheel slot {slot}: back link of {cur} is {e.ttl_prev}, expected {prev}")
+            if e.expire_at == -1:
+                problems.append(f"persistent entry {cur} is on the expiry wheel")
+            elif reached > max(cx_period(e.expire_at), nxt) and e.expire_at >= now:
+                problems.append(f"entry {cur} expiring at {e.expire_at} sits in wheel slot {slot}, "
+                                f"reached only in period {reached}")
+            prev = cur
+            cur = e.ttl_next
+    volatile = sum(1 for off in live if CX_E(base, off).expire_at != -1)
+    if len(on_wheel) != volatile:
+        problems.append(f"{volatile - len(on_wheel)} volatile entries are not on the expiry wheel")
+    if sb.wheel_cursor and (sb.wheel_cursor not in on_wheel
+                            or not wheel_slot_holds(base, nxt & mask, sb.wheel_cursor)):
+        problems.append(f"the expiry cursor {sb.wheel_cursor} is not an entry of slot {nxt & mask}")
+
+
+cdef bint wheel_slot_holds(char* base, uint64_t slot, uint64_t off) noexcept:
+    cdef uint64_t cur = CX_SB(base).wheel[slot]
+    while cur and cur != off:
+        cur = CX_E(base, cur).ttl_next
+    return cur == off
+
+
 cdef list check_arena(Arena a):
     cdef char* base = open_base(a)
     cdef cx_super* sb = CX_SB(base)
@@ -3019,6 +3273,9 @@ cdef list check_arena(Arena a):
                                 f"recounted {counts[0]}/{counts[1]}")
     if len(in_lru) != len(live):
         problems.append(f"{len(live) - len(in_lru)} live entries are on no LRU list")
+    check_wheel(base, live, problems)
+    if sb.rename.state != CX_RENAME_NONE:
+        problems.append(f"a rename is recorded as under way (state {sb.rename.state})")
     for off, owner in tables.items():
         if not cx_dbtab_owned(base, off):
             problems.append(f"counter table at {off} (of tenant {owner}) belongs to no existing tenant")

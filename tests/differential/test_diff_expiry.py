@@ -4,6 +4,7 @@ The steps run in lockstep with pauses between them, so both servers see the
 same elapsed time; remaining-time replies are compared with the tolerances of
 diff_harness.COMPARATORS, and a few explicit checks allow for scheduling noise.
 """
+import subprocess
 import time
 
 import pytest
@@ -135,3 +136,136 @@ def test_active_expiry_removes_untouched_keys(redis_oracle, cxl):
         assert "expired_keys:" in stats
         expired = int(stats.split("expired_keys:")[1].split("\r\n")[0])
         assert expired >= 300, f"{server!r} expired_keys={expired}"
+
+
+# ---------------------------------------------------------------- active expiry's latency
+# Expired keys must leave within about a second of their time whatever the arena's size
+# or the number of keys with a TTL (Redis: about 1 s). The bounds are 3 s for a loaded
+# 2-core machine; each test prints what it measured.
+
+def _gone_after_due(server, due: float, expected: int = 0, limit: float = 3.0) -> float:
+    """Seconds from `due` (time.monotonic) until DBSIZE is `expected` and INFO keyspace
+    agrees, polled; fails past `limit`."""
+    client = server.client()
+    while True:
+        size = client.dbsize()
+        keyspace = client.info("keyspace")
+        late = time.monotonic() - due
+        if size == expected and keyspace.get("db0", {}).get("keys", 0) == expected:
+            return max(late, 0.0)
+        assert late < limit, f"{server!r}: DBSIZE {size} (keyspace {keyspace}) {late:.2f} s after due"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("arena_size", ["1gb", "16mb"])
+def test_three_keys_leave_within_a_second_of_their_time(redis_oracle, cxl_factory, arena_size):
+    big = cxl_factory(arena_size=arena_size)
+    oracle = redis_oracle.client()
+    oracle.flushall()
+    try:
+        for server in (big, redis_oracle):
+            client = server.client()
+            client.set("stays", "1")
+            for i in range(3):
+                client.psetex(f"k{i}", 500, "v")
+            late = _gone_after_due(server, time.monotonic() + 0.5, expected=1)
+            print(f"{server.kind} ({arena_size} arena): 3 keys gone {late:.3f} s after due")
+            assert client.info("keyspace")["db0"]["expires"] == 0
+    finally:
+        oracle.flushall()
+    assert big.client().info("stats")["expired_keys"] == 3
+
+
+def _load_volatile(server, count: int, first_due_ms: int, spread_ms: int) -> list[float]:
+    """count keys with PXAT times spread over spread_ms from first_due_ms (epoch ms);
+    returns their due times (epoch s), sorted."""
+    client = server.client()
+    dues = []
+    for start in range(0, count, 10_000):
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, min(start + 10_000, count)):
+            at = first_due_ms + (i * 7919) % spread_ms
+            dues.append(at / 1000)
+            pipe.set(f"vk:{i}", "v", pxat=at)
+        pipe.execute()
+    return sorted(dues)
+
+
+@pytest.mark.slow
+def test_many_volatile_keys_leave_on_time_and_clients_are_served(cxl_factory):
+    count = 200_000
+    server = cxl_factory(arena_size="256mb")
+    first_due_ms = int(time.time() * 1000) + 8000    # after the load
+    dues = _load_volatile(server, count, first_due_ms, 2000)
+    assert time.time() < dues[0], "the load took longer than the margin before the first TTL"
+    client = server.client()
+    worst_late = worst_ping = 0.0
+    while True:
+        started = time.time()
+        assert client.ping()
+        worst_ping = max(worst_ping, time.time() - started)
+        left = client.dbsize()
+        now = time.time()
+        if left < count:
+            # keys leave in about their order: the earliest still there was due at dues[-left]
+            worst_late = max(worst_late, now - dues[count - left]) if left else worst_late
+        if not left:
+            break
+        assert now < dues[-1] + 3.0, f"{left} of {count} keys left 3 s after the last was due"
+        time.sleep(0.02)
+    print(f"{count} keys over 2 s: gone {time.time() - dues[-1]:.3f} s after the last was due, "
+          f"worst lateness {worst_late:.3f} s, slowest PING {worst_ping * 1000:.0f} ms")
+    assert worst_late < 3.0 and worst_ping < 1.0
+    assert client.info("stats")["expired_keys"] == count
+    assert client.execute_command("DEBUG", "ARENA-CHECK") == []
+
+
+@pytest.mark.slow
+def test_keys_arriving_while_a_flood_expires_still_leave(cxl_factory):
+    """1M keys by redis-cli --pipe, due from 4 s to 7 s after the load starts: expiry
+    steps cut short by their budget meet keys that arrive due or nearly so meanwhile."""
+    count = 1_000_000
+    server = cxl_factory(arena_size="1gb")
+    first_due_ms = int(time.time() * 1000) + 4000
+    commands = []
+    for i in range(count):
+        at = b"%d" % (first_due_ms + (i * 7919) % 3000)
+        key = b"vk:%d" % i
+        commands.append(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\nv\r\n$4\r\nPXAT\r\n$%d\r\n%s\r\n"
+                        % (len(key), key, len(at), at))
+    subprocess.run(["redis-cli", "-p", str(server.port), "--pipe"], input=b"".join(commands),
+                   stdout=subprocess.DEVNULL, check=True, timeout=120)
+    loaded = time.time()
+    client = server.client()
+    deadline = max(loaded, first_due_ms / 1000 + 3) + 3.0
+    while (left := client.dbsize()) and time.time() < deadline:
+        started = time.time()
+        assert client.ping() and time.time() - started < 1.0
+        time.sleep(0.05)
+    print(f"1M keys: load ended {loaded - first_due_ms / 1000:.1f} s after the first was due; "
+          f"{left} left {time.time() - max(loaded, first_due_ms / 1000 + 3):.2f} s after the later of the "
+          f"load's end and the last due time")
+    assert left == 0
+    assert client.info("stats")["expired_keys"] == count
+
+
+@pytest.mark.parametrize("how", ["shutdown", "kill9"])
+def test_expiry_after_a_restart_is_on_time(cxl_factory, how):
+    server = cxl_factory(arena_size="1gb")
+    client = server.client()
+    client.set("stays", "1")
+    for i in range(3):
+        client.psetex(f"k{i}", 6000, "v")
+    due = time.monotonic() + 6.0
+    if how == "shutdown":
+        client.shutdown(nosave=True)
+        server.stop()
+    else:
+        server.kill9()
+    server.restart()
+    client = server.client()
+    assert client.info("persistence")["arena_recovery"] == ("clean" if how == "shutdown" else "rebuilt")
+    assert client.dbsize() == 4 and client.execute_command("DEBUG", "ARENA-CHECK") == []
+    assert time.monotonic() < due, "the restart took longer than the TTL"
+    late = _gone_after_due(server, due, expected=1)
+    print(f"after {how}: 3 keys gone {late:.3f} s after due")

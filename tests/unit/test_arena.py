@@ -24,11 +24,12 @@ from cxlredis._store import (
 from arena_files import crash_copy, peek, poke
 
 MiB = 1 << 20
-# superblock field offsets (layout version 2)
+# superblock field offsets (layout version 3)
 SB_VERSION = 8
 SB_INDEX_BUCKETS = 32
 SB_CLEAN = 128
 SB_ENTRIES = 200
+ENTRY_TTL_PREV = 96             # cx_entry.ttl_prev: the expiry wheel's back link
 
 
 @pytest.fixture
@@ -205,20 +206,150 @@ def test_set_expire_and_persist(arena):
     assert arena.check() == []
 
 
-def test_expire_cycle_walks_from_a_saved_cursor(arena):
+def test_expire_cycle_resumes_where_its_budget_ran_out(arena):
     past, future = now_ms() - 5, now_ms() + 100_000
     for i in range(300):
         arena.set(0, b"dead:%d" % i, b"x", expire_at=past)
         arena.set(0, b"live:%d" % i, b"x", expire_at=future if i % 2 else -1)
     total, calls = 0, 0
     while arena.dbsize(0) > 300:
-        total += arena.expire_cycle(20)
+        total += arena.expire_cycle(0)      # a budget of 0: 32 entries a call
         calls += 1
-        assert calls < 10_000
-    assert total == 300 and calls > 5
+        assert arena.check() == []          # the saved cursor is an entry of its slot
+        assert calls < 100
+    assert total == 300 and calls >= 300 // 32
     assert arena.stats()["expired_keys"] == 300
     assert arena.expire_cycle(1000) == 0
+    assert arena.dbsize(0) == 300 and arena.db_expires(0) == 150
     assert arena.check() == []
+
+
+def test_keys_added_while_a_step_is_cut_short_are_still_found(arena):
+    """A step stopped by its budget resumes from a cursor in the slot it was walking;
+    keys whose period is that slot's (or already over) join where it resumes."""
+    for i in range(200):
+        arena.set(0, b"due:%d" % i, b"x", expire_at=now_ms() - 1)
+    time.sleep(0.01)
+    arena.expire_cycle(0)                 # stops after 32, cursor saved
+    for i in range(100):
+        arena.set(0, b"late:%d" % i, b"x", expire_at=now_ms() - 1000)
+        arena.set(0, b"now:%d" % i, b"x", expire_at=now_ms())
+    assert arena.check() == []
+    time.sleep(0.3)                       # the walk's period has passed meanwhile
+    calls = 0
+    while arena.dbsize(0):
+        arena.expire_cycle(0)
+        calls += 1
+        assert calls < 50, f"{arena.dbsize(0)} due keys never found"
+    assert arena.stats()["expired_keys"] == 400 and arena.check() == []
+
+
+def test_keys_passed_over_before_their_period_ended_are_looked_at_again(arena):
+    """A step cut short while walking the current period leaves behind it keys that
+    were not due yet; they are due once the period is over and must not wait a turn."""
+    arena.expire_cycle(1000)
+    while now_ms() % 128 > 40:           # the start of a 128 ms period
+        time.sleep(0.002)
+    period_end = now_ms() // 128 * 128 + 127
+    for i in range(100):
+        arena.set(0, b"p:%d" % i, b"x", expire_at=period_end)
+    arena.expire_cycle(0)                 # looks at 32 (not due yet), cursor saved
+    time.sleep(0.3)
+    calls = 0
+    while arena.dbsize(0):
+        arena.expire_cycle(0)
+        calls += 1
+        assert calls < 50, f"{arena.dbsize(0)} due keys never found"
+    assert arena.check() == []
+
+
+def test_due_keys_are_found_at_once_in_a_large_arena(tmp_path):
+    # 131072 index buckets: a bucket sweep would need many steps; the wheel looks at
+    # the periods that have passed and nothing else
+    a = Arena(str(tmp_path / "big.arena"), 256 * MiB)
+    for i in range(2000):
+        a.set(0, b"persistent:%d" % i, b"x")
+    for i in range(3):
+        a.set(0, b"due:%d" % i, b"x", expire_at=now_ms() + 30)
+    a.set(0, b"later", b"x", expire_at=now_ms() + 60_000)
+    time.sleep(0.1)
+    assert a.expire_cycle(100) == 3
+    assert a.dbsize(0) == 2001 and a.db_expires(0) == 1 and a.stats()["expired_keys"] == 3
+    assert a.check() == []
+    a.close()
+
+
+def test_keys_a_turn_or_more_away_wait_for_their_time(arena):
+    now = now_ms()
+    for ms in (300_000, 262_144, 600_000, 3_600_000):     # one turn of the wheel is 262 144 ms
+        arena.set(0, b"far:%d" % ms, b"x", expire_at=now + ms)
+    arena.set(0, b"near", b"x", expire_at=now + 20)
+    time.sleep(0.05)
+    assert arena.expire_cycle(10_000) == 1
+    assert arena.dbsize(0) == 4 and arena.check() == []
+
+
+def test_the_wheel_follows_every_change_of_a_ttl(arena):
+    """Each path that sets, changes, keeps, copies or drops a TTL leaves the wheel
+    consistent (check() validates it), and what it left due is found by one step."""
+    soon = now_ms() + 40
+    steps = [
+        lambda: arena.set(0, b"a", b"v", expire_at=soon),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), now_ms() + 100_000),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), soon),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), -1),
+        lambda: arena.set_expire(arena.lookup(0, b"a"), soon),
+        lambda: arena.set(0, b"a", b"overwritten", keep_ttl=True),
+        lambda: arena.append(0, b"a", b"g" * 5000),             # grows into a new block
+        lambda: arena.setrange(0, b"a", 20_000, b"r"),          # and again
+        lambda: arena.copy(0, b"a", 0, b"copy"),
+        lambda: arena.rename(0, b"a", 0, b"b"),                 # in place
+        lambda: arena.rename(0, b"b", 2, b"b"),                 # MOVE
+        lambda: arena.rename(2, b"b", 0, b"long" * 40),         # by copy
+        lambda: arena.set(0, b"doomed", b"v", expire_at=soon),
+        lambda: arena.delete(0, b"doomed"),
+        lambda: arena.set(3, b"flushed", b"v", expire_at=soon),
+        lambda: arena.flushdb(3),
+        lambda: arena.set(0, b"persisted", b"v", expire_at=soon),
+        lambda: arena.set(0, b"persisted", b"plain"),           # SET without KEEPTTL drops it
+    ]
+    for step in steps:
+        step()
+        assert arena.check() == []
+    assert arena.db_expires(0) == 2 and sum(arena.db_expires(db) for db in range(16)) == 2
+    time.sleep(0.06)
+    assert arena.expire_cycle(10_000) == 2
+    assert sorted(arena.keys(0, b"*")) == [b"persisted"]
+    assert arena.stats()["expired_keys"] == 2 and arena.check() == []
+
+
+def test_the_wheel_is_rebuilt_after_a_crash_and_kept_by_a_clean_close(path, tmp_path):
+    a = Arena(path, 8 * MiB)
+    for i in range(500):
+        a.set(i % 4, b"k:%d" % i, b"x" * (i % 300), expire_at=now_ms() + (150 if i % 2 else 100_000))
+    a.expire_cycle(0)                      # a step stopped part way: the cursor is saved
+    copy = crash_copy(path, tmp_path)
+    a.close()
+    for file, recovery in ((copy, "rebuilt"), (path, "clean")):
+        b = Arena(file, 8 * MiB)
+        assert b.recovery == recovery and b.check() == []
+        assert sum(b.db_expires(db) for db in range(4)) == 500
+        time.sleep(0.2)
+        expired = 0
+        while expired < 250:
+            expired += b.expire_cycle(0)
+            assert b.check() == []
+        assert sum(b.dbsize(db) for db in range(4)) == 250
+        b.close()
+
+
+def test_check_reports_a_broken_wheel(path):
+    a = Arena(path, 8 * MiB)
+    off = a.set(0, b"k", b"v", expire_at=now_ms() + 100_000)
+    a.set(0, b"j", b"v", expire_at=now_ms() + 100_000)
+    poke(path, off + ENTRY_TTL_PREV, "<Q", 7)
+    assert any("back link" in p for p in a.check())
+    a.close(clean=False)
 
 
 # ---------------------------------------------------------------- pins, zombies
@@ -950,6 +1081,9 @@ def test_foreign_or_corrupt_superblock(path):
     version = peek(path, SB_VERSION, "<I")
     poke(path, SB_VERSION, "<I", 99)
     with pytest.raises(ArenaError, match=f"layout version 99, this build reads {version}"):
+        Arena(path, 8 * MiB)
+    poke(path, SB_VERSION, "<I", 2)        # before the expiry wheel and 112-byte headers
+    with pytest.raises(ArenaError, match=f"layout version 2, this build reads {version}"):
         Arena(path, 8 * MiB)
     poke(path, SB_VERSION, "<I", version)
     poke(path, SB_INDEX_BUCKETS, "<Q", 12345)

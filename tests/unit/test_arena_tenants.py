@@ -4,6 +4,7 @@ import os
 import random
 import shutil
 import tempfile
+import time
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -666,6 +667,21 @@ def test_rebuild_discards_a_tenant_whose_drop_was_interrupted(path, tmp_path):
     assert again.create_tenant("a2") == a.tenant and again.namespace(a.tenant).dbsize(0) == 0
     assert again.check() == []
     again.close()
+
+
+def test_active_expiry_drops_only_what_is_due_and_bills_its_tenant(arena):
+    a, b = tenant(arena, "a"), tenant(arena, "b")
+    soon, later = now_ms() + 30, now_ms() + 100_000
+    for i in range(5):
+        a.set(0, b"k:%d" % i, b"a", expire_at=soon)
+        b.set(0, b"k:%d" % i, b"b", expire_at=later if i % 2 else -1)
+        arena.set(0, b"k:%d" % i, b"default", expire_at=soon if i < 2 else later)
+    time.sleep(0.06)
+    assert arena.expire_cycle(10_000) == 7
+    assert a.dbsize(0) == 0 and b.dbsize(0) == 5 and arena.dbsize(0) == 3
+    assert [arena.tenant_stats(t)["expired_keys"] for t in (0, a.tenant, b.tenant)] == [2, 5, 0]
+    assert arena.stats()["expired_keys"] == 7 and b.db_expires(0) == 2
+    assert arena.check() == []
 
 
 def test_drop_tenant_frees_everything(arena):
