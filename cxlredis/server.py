@@ -27,6 +27,8 @@ from .monitoring import Monitoring
 from .tenants import Tenants
 from .tls import LISTEN_FAILED, TLSListeners
 
+BACKING_FULL_LOG_INTERVAL = 60.0       # seconds between warnings that an arena's backing is full
+
 log = logging.getLogger("cxlredis")
 
 
@@ -95,6 +97,7 @@ class Server:
         self.store.maxmemory_samples = config["maxmemory-samples"]
         self.store.checksums = config["arena-checksum"]
         self.checksum_failures_logged = 0
+        self.backing_full_logged = {}          # arena path -> when its full backing was last logged
         self.monitoring = Monitoring(self)     # SLOWLOG, LATENCY and MONITOR clients
         # Users → tenants, and the keyspace each connection is bound to (after the arena,
         # which keeps the tenants themselves).
@@ -109,8 +112,12 @@ class Server:
         superblock and index. 0 means 90% of the arena, the arena itself being the hard bound."""
         st = self.store.stats()
         fixed = st["used_memory"] - st["heap_used"]
-        limit = value or int(self.config["arena-size"] * 0.9)
-        self.store.maxmemory = max(limit - fixed, 1)
+        self.store.maxmemory = max(self.memory_limit(value) - fixed, 1)
+
+    def memory_limit(self, maxmemory=None):
+        """The maxmemory in effect (of `maxmemory`, default the configured one): 0 is 90% of the arena."""
+        value = self.config["maxmemory"] if maxmemory is None else maxmemory
+        return value or int(self.config["arena-size"] * 0.9)
 
     def _watch_config(self):
         cfg = self.config
@@ -240,9 +247,22 @@ class Server:
         self.tenants.arenas.close_all()
         self.store.close(clean=True)
 
+    def _release_free_pages(self):
+        now = time.monotonic()
+        for arena in self.arenas():
+            arena.release_free_pages()
+            err = arena.take_backing_error()
+            if err and now - self.backing_full_logged.get(arena.path, -BACKING_FULL_LOG_INTERVAL) \
+                    >= BACKING_FULL_LOG_INTERVAL:
+                self.backing_full_logged[arena.path] = now
+                log.warning("The backing of arena %s cannot supply memory for writes (%s): they get "
+                            "-OOM until space is freed on its file system", arena.path, os.strerror(err))
+
     def _cron_tick(self):
         # An expire step is bounded so a cron tick never stalls clients.
         self.monitoring.latency.timed("expire-cycle", self._expire_cycle)
+        # Idle big free blocks go back to the kernel, a bounded amount per tick.
+        self.monitoring.latency.timed("release-free-pages", self._release_free_pages)
         self.leases.expire()
         self.tenants.arenas.close_idle(self.leases.arenas())
         failures = self.checksum_failures
