@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -29,26 +28,6 @@ from conftest import ServerProcess, ServerStartError, free_port
 MIB = 1 << 20
 OOM_TEXT = "command not allowed when used memory > 'maxmemory'."     # redis-py drops the "OOM "
 OOM = "^" + OOM_TEXT.replace(".", r"\.") + "$"
-
-
-@pytest.fixture
-def tmpfs(tmp_path):
-    """mount(size) -> a directory on a tmpfs of `size` bytes of its own (unmounted after)."""
-    mounted = []
-
-    def mount(size):
-        where = tmp_path / f"tmpfs{len(mounted)}"
-        where.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                              capture_output=True, text=True)
-        if done.returncode:
-            pytest.skip(f"cannot mount a tmpfs for the test: {done.stderr.strip()}")
-        mounted.append(where)
-        return where
-
-    yield mount
-    for where in mounted:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def start_server(arena_path, size, **options):
