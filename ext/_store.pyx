@@ -97,8 +97,9 @@ cdef extern from *:
         uint16_t lfu_minutes;    /* time of the last LFU update, minutes mod 2^16 */
     } cx_entry;
 
-    /* backing: whether the block's pages are in the backing (see cx_back_range) */
-    typedef struct { uint64_t size_state, next, prev, backing; } cx_freeblk;
+    /* backing: whether the block's pages are in the backing (see cx_back_range);
+       punched: how much of its interior cx_release_free has punched so far */
+    typedef struct { uint64_t size_state, next, prev, backing, punched; } cx_freeblk;
 
     /* A free block's backing word. Its header and footer pages are always backed; the
        pages between may not be: BACKED = every page is (so the allocator can hand it out
@@ -316,6 +317,7 @@ cdef extern from *:
         unsigned c = cx_class(size);
         cx_freeblk *f = (cx_freeblk *)(base + off);
         f->backing = backing;
+        f->punched = 0;
         f->prev = 0;
         f->next = sb->free_head[c];
         if (f->next) ((cx_freeblk *)(base + f->next))->prev = off;
@@ -444,8 +446,8 @@ cdef extern from *:
        interior, keeping its header and footer pages, so the backing holds about what is
        allocated. A block qualifies after it has been seen free for min_age ms, so a block
        freed by an overwrite and soon reused is not punched and re-backed for nothing.
-       At most max_bytes punched and max_visits blocks looked at per call; returns the
-       bytes punched. */
+       At most max_bytes punched (a bigger block goes in parts, over several calls) and
+       max_visits blocks looked at per call; returns the bytes punched. */
     static uint64_t cx_release_free(char *base, const cx_cfg *cfg, int64_t now, uint64_t min_age,
                                     uint64_t max_bytes, uint64_t max_visits) {
         cx_super *sb = CX_SB(base);
@@ -466,12 +468,20 @@ cdef extern from *:
                     continue;
                 }
                 if (((stamp - seen) & CX_BK_SEEN_MASK) < min_age) continue;
-                if (done && done + (hi > lo ? hi - lo : 0) > max_bytes) return done;
+                uint64_t from = lo + f->punched, to = hi;
+                if (to > from && to - from > max_bytes - done) to = from + ((max_bytes - done) & ~(g - 1));
                 /* marked first: a crash after the punch must not leave it marked backed */
-                f->backing = CX_BK_WORD(CX_BK_HOLLOW);
-                if (hi > lo && fallocate(cfg->backing_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                                         (off_t)lo, (off_t)(hi - lo)) == 0)
-                    done += hi - lo;
+                f->backing = to < hi ? CX_BK_WORD(CX_BK_MIXED) | seen : CX_BK_WORD(CX_BK_HOLLOW);
+                if (to > from) {
+                    if (fallocate(cfg->backing_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                  (off_t)from, (off_t)(to - from)) != 0) {
+                        f->backing = CX_BK_WORD(CX_BK_HOLLOW);   /* cannot punch: leave it be */
+                        continue;
+                    }
+                    f->punched += to - from;
+                    done += to - from;
+                }
+                if (done + g > max_bytes) return done;
             }
         }
         return done;
@@ -1721,7 +1731,7 @@ cdef size_t NOGIL_COPY_BYTES = 1 << 20
 # block is usually reused sooner), with at most this many bytes punched and free blocks
 # looked at per call
 cdef uint64_t RELEASE_AGE_MS = 1000
-RELEASE_BYTES = 256 << 20
+RELEASE_BYTES = 64 << 20          # about 8 ms of punching on tmpfs
 cdef uint64_t RELEASE_VISITS = 4096
 # SCAN stops after this many buckets even if it found fewer keys than asked,
 # so one call stays cheap on a huge, sparse index
