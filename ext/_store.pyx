@@ -98,8 +98,9 @@ cdef extern from *:
     } cx_entry;
 
     /* backing: whether the block's pages are in the backing (see cx_back_range);
+       prefix: bytes from its start known to be backed all the same (0 if unknown);
        punched: how much of its interior cx_release_free has punched so far */
-    typedef struct { uint64_t size_state, next, prev, backing, punched; } cx_freeblk;
+    typedef struct { uint64_t size_state, next, prev, backing, prefix, punched; } cx_freeblk;
 
     /* A free block's backing word. Its header and footer pages are always backed; the
        pages between may not be: BACKED = every page is (so the allocator can hand it out
@@ -117,6 +118,9 @@ cdef extern from *:
     }
     /* free blocks at least this big have their interior returned to the kernel */
     #define CX_RELEASE_MIN (1ull << 20)
+    /* a block taken from a not fully backed one gets this much more backed with it, so
+       small writes into fresh memory make one fallocate per 2 MiB, not one each */
+    #define CX_BACK_AHEAD (2ull << 20)
 
     typedef struct {
         uint64_t head[2], tail[2];        /* LRU lists: [0] persistent, [1] volatile; head = most recent */
@@ -317,7 +321,7 @@ cdef extern from *:
         unsigned c = cx_class(size);
         cx_freeblk *f = (cx_freeblk *)(base + off);
         f->backing = backing;
-        f->punched = 0;
+        f->prefix = f->punched = 0;
         f->prev = 0;
         f->next = sb->free_head[c];
         if (f->next) ((cx_freeblk *)(base + f->next))->prev = off;
@@ -361,6 +365,17 @@ cdef extern from *:
         return madvise(base + lo, hi - lo, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
     }
 
+    static inline int cx_free_backed(char *base, uint64_t off) {
+        return cx_bk_kind(((cx_freeblk *)(base + off))->backing) == CX_BK_BACKED;
+    }
+    /* bytes from free block off's start that are backed (an untagged block's fields are
+       not to be trusted) */
+    static inline uint64_t cx_free_prefix(char *base, uint64_t off) {
+        cx_freeblk *f = (cx_freeblk *)(base + off);
+        if (cx_free_backed(base, off)) return CX_SIZE(f->size_state);
+        return (f->backing & CX_BK_TAG_MASK) == CX_BK_TAG ? f->prefix : 0;
+    }
+
     /* Take a block of exactly `need` bytes (a multiple of 64) from the free lists;
        returns its offset with state RESERVED, or 0. Good fit: a first fit among the
        first few blocks of the request's own class, else any block of a higher class
@@ -382,12 +397,19 @@ cdef extern from *:
             if (CX_SIZE(*(uint64_t *)(base + cur)) >= need) off = cur;
         if (!off) return 0;
         uint64_t size = CX_SIZE(*(uint64_t *)(base + off)), backing = ((cx_freeblk *)(base + off))->backing;
+        uint64_t prefix = cx_free_prefix(base, off);
         int split = size - need >= CX_MIN_BLOCK;
         /* the block's own pages, and the one the remainder's header goes to */
-        if (cfg->grain && cx_bk_kind(backing) != CX_BK_BACKED
-            && (*err = cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off,
-                                     split ? need + CX_MIN_BLOCK : need)))
-            return 0;
+        uint64_t want = split ? need + CX_MIN_BLOCK : need;
+        if (cfg->grain && want > prefix) {
+            uint64_t ahead = want + CX_BACK_AHEAD < size ? want + CX_BACK_AHEAD : size;
+            if (cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off, ahead) == 0)
+                prefix = ahead;
+            else if ((*err = cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off, want)))
+                return 0;
+            else
+                prefix = want;
+        }
         cx_free_remove(base, off);
         if (split) {
             /* the remainder's header is written before the first block shrinks, so a
@@ -396,16 +418,13 @@ cdef extern from *:
             *(uint64_t *)(base + rest) = rsize | CX_FREE;
             cx_footer(base, rest, rsize);
             cx_free_push(base, rest, rsize, backing);
+            ((cx_freeblk *)(base + rest))->prefix = prefix > need ? prefix - need : 0;
             size = need;
         }
         cx_store((uint64_t *)(base + off), size | CX_RESERVED);
         cx_footer(base, off, size);
         sb->heap_used += size;
         return off;
-    }
-
-    static inline int cx_free_backed(char *base, uint64_t off) {
-        return cx_bk_kind(((cx_freeblk *)(base + off))->backing) == CX_BK_BACKED;
     }
 
     /* Return a block (all of whose pages are backed) to the heap, merging it with free
@@ -415,10 +434,12 @@ cdef extern from *:
         uint64_t size = CX_SIZE(*(uint64_t *)(base + off));
         uint64_t heap_end = sb->heap_off + sb->heap_size;
         int backed = 1;
+        uint64_t prefix = size;     /* the freed block is backed, and so what follows it if it is */
         sb->heap_used -= size;
         uint64_t right = off + size;
         if (right < heap_end && CX_STATE(*(uint64_t *)(base + right)) == CX_FREE) {
             backed = cx_free_backed(base, right);
+            prefix += cx_free_prefix(base, right);
             cx_free_remove(base, right);
             size += CX_SIZE(*(uint64_t *)(base + right));
         }
@@ -429,6 +450,8 @@ cdef extern from *:
                 uint64_t left = off - lsize;
                 uint64_t lw = *(uint64_t *)(base + left);
                 if (CX_STATE(lw) == CX_FREE && CX_SIZE(lw) == lsize) {
+                    uint64_t lprefix = cx_free_prefix(base, left);
+                    prefix = lprefix == lsize ? lsize + prefix : lprefix;
                     backed &= cx_free_backed(base, left);
                     cx_free_remove(base, left);
                     off = left;
@@ -439,6 +462,7 @@ cdef extern from *:
         }
         cx_footer(base, off, size);
         cx_free_push(base, off, size, CX_BK_WORD(backed ? CX_BK_BACKED : CX_BK_MIXED));
+        ((cx_freeblk *)(base + off))->prefix = prefix;
         return off;
     }
 
@@ -463,7 +487,11 @@ cdef extern from *:
                 uint64_t lo = (cur & ~(g - 1)) + g, hi = (cur + size - 8) & ~(g - 1);
                 if (!max_visits--) return done;
                 if (kind == CX_BK_HOLLOW) continue;
-                if ((f->backing & CX_BK_TAG_MASK) != CX_BK_TAG || !seen) {
+                if ((f->backing & CX_BK_TAG_MASK) != CX_BK_TAG) {
+                    f->prefix = f->punched = 0;
+                    seen = 0;
+                }
+                if (!seen) {
                     f->backing = CX_BK_WORD(kind) | stamp;
                     continue;
                 }
@@ -472,6 +500,7 @@ cdef extern from *:
                 if (to > from && to - from > max_bytes - done) to = from + ((max_bytes - done) & ~(g - 1));
                 /* marked first: a crash after the punch must not leave it marked backed */
                 f->backing = to < hi ? CX_BK_WORD(CX_BK_MIXED) | seen : CX_BK_WORD(CX_BK_HOLLOW);
+                f->prefix = 0;
                 if (to > from) {
                     if (fallocate(cfg->backing_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                                   (off_t)from, (off_t)(to - from)) != 0) {
