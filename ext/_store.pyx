@@ -402,10 +402,12 @@ cdef extern from *:
         /* the block's own pages, and the one the remainder's header goes to */
         uint64_t want = split ? need + CX_MIN_BLOCK : need;
         if (cfg->grain && want > prefix) {
+            /* what is not backed yet, with some ahead; just what is wanted if that is too much */
             uint64_t ahead = want + CX_BACK_AHEAD < size ? want + CX_BACK_AHEAD : size;
-            if (cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off, ahead) == 0)
+            if (cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off + prefix, ahead - prefix) == 0)
                 prefix = ahead;
-            else if ((*err = cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off, want)))
+            else if ((*err = cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off + prefix,
+                                           want - prefix)))
                 return 0;
             else
                 prefix = want;
