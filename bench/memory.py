@@ -9,7 +9,9 @@ two loaded servers never compete for RAM), then:
    them exact powers of two like real KV chunks, half arbitrary like partial
    chunks), overwrites and DELs, keeping the live payload near the loaded
    amount until twice that has been written; STRLEN of every live key is
-   then checked against what the benchmark believes it stored.
+   then checked against what the benchmark believes it stored;
+4. idle: the same, IDLE_SECONDS later (cxlredis gives the pages of free blocks
+   idle for a second back to the kernel; jemalloc purges on its own decay).
 
 "held" counts each resident page once (see common.process_memory): the
 process's smaps_rollup Rss, minus the arena pages inside that Rss, plus
@@ -17,6 +19,7 @@ the arena file's resident bytes. INFO used_memory is reported beside it.
 """
 
 import random
+import time
 
 from common import (BenchConfig, BenchResult, GiB, KiB, MiB, Server, format_size, parse_size,
                     round_order, standalone_main)
@@ -25,6 +28,7 @@ VALUE_SIZE = 2 * MiB
 CHURN_MIN, CHURN_MAX = 4 * KiB, 8 * MiB
 CHURN_DELETE_SHARE = 0.2
 BATCH = 16
+IDLE_SECONDS = 3
 
 
 def churn_size(rng: random.Random) -> int:
@@ -143,6 +147,8 @@ def run(config: BenchConfig, load_bytes: int | None = None) -> BenchResult:
                 churn(client, live, payload, load_bytes, 2 * load_bytes, config.seed + round_no)
                 check_lengths(client, live)
                 record_state(result, spec.label, "after churn", server, live.payload, empty_held)
+                time.sleep(IDLE_SECONDS)
+                record_state(result, spec.label, "idle after churn", server, live.payload, empty_held)
     result.notes.append("held = smaps_rollup Rss - arena pages in Rss + arena file resident bytes "
                         "(each page once); for redis-server held = Rss.")
     result.notes.append("ratios below 1 mean the server holds less memory than the baseline for the same data.")

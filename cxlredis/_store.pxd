@@ -19,6 +19,9 @@ cdef class Arena(Keyspace):
     cdef char* base              # start of the mapping (the superblock); NULL once closed
     cdef size_t map_size
     cdef int fd
+    cdef uint64_t grain          # the backing's page size (cx_back_range); 0 = a device, always backed
+    cdef int backing_errno       # why the backing last refused pages for a block (ENOSPC), 0 = never
+    cdef bint releases_pages     # punch idle free blocks (not with arena-prefault)
     cdef int policy_id           # the arena's maxmemory-policy (tenants without their own follow it)
     cdef int samples
     cdef uint64_t maxmem         # 0 = the whole heap
@@ -31,6 +34,7 @@ cdef class Arena(Keyspace):
     cdef readonly Py_ssize_t dropped_entries
 
     cdef int _attach(self, bint reset, bint hugepages, bint prefault, int numa_node) except -1
+    cdef int _back_metadata(self, bint whole) except -1
 
 
 cdef class Namespace(Keyspace):

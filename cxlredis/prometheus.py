@@ -110,6 +110,8 @@ class ServerCollector:
                 ("arena_heap_bytes", arena["heap_size"], "Bytes of the arena's value heap."),
                 ("arena_used_bytes", arena["heap_used"], "Heap bytes in use (entries, reservations)."),
                 ("arena_free_bytes", arena["free_bytes"], "Heap bytes free."),
+                ("arena_backing_bytes", arena["backing_bytes"],
+                 "Bytes the arena's backing file holds (resident memory on tmpfs)."),
                 ("arena_largest_free_block_bytes", arena["largest_free"], "The largest free block."),
                 ("arena_dataset_bytes", arena["used_memory_dataset"], "Bytes of keys and values stored."),
                 ("arena_entries", arena["entries"], "Entries in the arena, every tenant's."),

@@ -29,6 +29,8 @@ from .monitoring import Monitoring
 from .tenants import Tenants
 from .tls import LISTEN_FAILED, TLSListeners, listen_failure
 
+BACKING_FULL_LOG_INTERVAL = 60.0       # seconds between warnings that an arena's backing is full
+
 log = logging.getLogger("cxlredis")
 
 
@@ -125,6 +127,7 @@ class Server:
         self.store.maxmemory_samples = config["maxmemory-samples"]
         self.store.checksums = config["arena-checksum"]
         self.checksum_failures_logged = 0
+        self.backing_full_logged = {}          # arena path -> when its full backing was last logged
 
     # --- configuration applied at runtime ----------------------------
     def apply_maxmemory(self, value):
@@ -134,8 +137,10 @@ class Server:
         fixed = st["used_memory"] - st["heap_used"]
         self.store.maxmemory = max(self.memory_limit(value) - fixed, 1)
 
-    def memory_limit(self, maxmemory):
-        return maxmemory or int(self.config["arena-size"] * 0.9)
+    def memory_limit(self, maxmemory=None):
+        """The maxmemory in effect (of `maxmemory`, default the configured one): 0 is 90% of the arena."""
+        value = self.config["maxmemory"] if maxmemory is None else maxmemory
+        return value or int(self.config["arena-size"] * 0.9)
 
     def _watch_config(self):
         cfg = self.config
@@ -308,9 +313,22 @@ class Server:
         self.tenants.arenas.close_all()
         self.store.close(clean=True)
 
+    def _release_free_pages(self):
+        now = time.monotonic()
+        for arena in self.arenas():
+            arena.release_free_pages()
+            err = arena.take_backing_error()
+            if err and now - self.backing_full_logged.get(arena.path, -BACKING_FULL_LOG_INTERVAL) \
+                    >= BACKING_FULL_LOG_INTERVAL:
+                self.backing_full_logged[arena.path] = now
+                log.warning("The backing of arena %s cannot supply memory for writes (%s): they get "
+                            "-OOM until space is freed on its file system", arena.path, os.strerror(err))
+
     def _cron_tick(self):
         # An expire step is bounded so a cron tick never stalls clients.
         self.monitoring.latency.timed("expire-cycle", self._expire_cycle)
+        # Idle big free blocks go back to the kernel, a bounded amount per tick.
+        self.monitoring.latency.timed("release-free-pages", self._release_free_pages)
         self.leases.expire()
         self.tenants.arenas.close_idle(self.leases.arenas())
         failures = self.checksum_failures

@@ -102,7 +102,7 @@ class TenantArenas:
         arena = Arena(path, size, databases=self.config["databases"],
                       reset=create or self.config["arena-reset"],
                       hugepages=self.config["arena-hugepages"], prefault=self.config["arena-prefault"],
-                      numa_node=self.config["arena-numa-node"])
+                      numa_node=self.config["arena-numa-node"], size_option=f"tenant '{name}' QUOTA")
         try:
             self._check_capacity(name, arena, quota)
             self.set_access(arena, tenant)

@@ -522,8 +522,10 @@ class Tenants:
                     self.arenas.open(name, record["quota"], record["tenant"], create=False)
                     self.arenas.set_policy(name, record["policy"])
                 elif tenant_id is None:
+                    self._check_shared_quota(record["quota"])
                     self.arena.create_tenant(name, record["quota"], record["policy"])
                 else:
+                    self._check_shared_quota(record["quota"])
                     self.arena.set_tenant_quota(tenant_id, record["quota"])
                     self.arena.set_tenant_policy(tenant_id, record["policy"])
             except (ArenaError, TenantError, OutOfMemory, ValueError, OSError) as e:
@@ -731,6 +733,7 @@ class Tenants:
                 self.arenas.open(name, settings.get("quota", 0), tenant, create=True)
                 self.arenas.set_policy(name, settings.get("policy"))
             else:
+                self._check_shared_quota(settings.get("quota", 0))
                 tenant_id = self.arena.create_tenant(name, settings.get("quota", 0),
                                                      settings.get("policy"))
         except (ArenaError, TenantError, ValueError) as e:
@@ -761,6 +764,11 @@ class Tenants:
         self._checked(tenants, name)
         old = self.stats(name)
         old_policy = None if old["policy_inherited"] else old["policy"]
+        if not tenant.own_arena and "quota" in settings:
+            try:
+                self._check_shared_quota(settings["quota"])
+            except ValueError as e:
+                raise CommandError(f"ERR {e}") from None
         old_access = self.tenants[name].arena_group, self.tenants[name].arena_write
         # in the arena first: the tenants file copies quota and policy from there
         try:
@@ -778,6 +786,14 @@ class Tenants:
             log.notice("Tenant '%s': its arena %s is now mode %s", name, self.arenas.path(name),
                        self.arenas.describe_access(tenant))
         self._activate(tenants)
+
+    def _check_shared_quota(self, quota):
+        """ValueError if a tenant in the server's arena would have a QUOTA it could never reach."""
+        limit = self.server.memory_limit()
+        if quota > limit:
+            raise ValueError(f"QUOTA {quota} is above the server's maxmemory ({limit} bytes), which "
+                             f"bounds every tenant in its arena: raise maxmemory (or arena-size) or "
+                             f"lower the QUOTA")
 
     def _apply_limits(self, name, tenant, quota, policy):
         """Quota, policy (and, for an own arena, group) of tenant `name`, where they are kept."""

@@ -42,6 +42,8 @@ cdef extern from *:
     #include <sys/file.h>
     #include <sys/syscall.h>
     #include <signal.h>
+    #include <sys/statvfs.h>
+    #include <linux/falloc.h>
 
     #ifndef MADV_POPULATE_WRITE
     #define MADV_POPULATE_WRITE 23
@@ -104,7 +106,30 @@ cdef extern from *:
         uint64_t ttl_prev, ttl_next;
     } cx_entry;
 
-    typedef struct { uint64_t size_state, next, prev; } cx_freeblk;
+    /* backing: whether the block's pages are in the backing (see cx_back_range);
+       prefix: bytes from its start known to be backed all the same (0 if unknown);
+       punched: how much of its interior cx_release_free has punched so far */
+    typedef struct { uint64_t size_state, next, prev, backing, prefix, punched; } cx_freeblk;
+
+    /* A free block's backing word. Its header and footer pages are always backed; the
+       pages between may not be: BACKED = every page is (so the allocator can hand it out
+       as it is), MIXED = some may have been punched or never touched, HOLLOW = the
+       interior was punched (and so is not punched again). Any word without the tag (a
+       block freed by a rebuild, or by a build before this word existed) counts as MIXED.
+       The low 40 bits: when the release pass first saw the block idle (ms, 0 = not yet). */
+    #define CX_BK_TAG 0xB4C0000000000000ull
+    #define CX_BK_TAG_MASK 0xFFFF000000000000ull
+    #define CX_BK_SEEN_MASK ((1ull << 40) - 1)
+    enum { CX_BK_BACKED = 1, CX_BK_MIXED = 2, CX_BK_HOLLOW = 3 };
+    #define CX_BK_WORD(kind) (CX_BK_TAG | ((uint64_t)(kind) << 40))
+    static inline unsigned cx_bk_kind(uint64_t w) {
+        return (w & CX_BK_TAG_MASK) == CX_BK_TAG ? (unsigned)((w >> 40) & 0xff) : CX_BK_MIXED;
+    }
+    /* free blocks at least this big have their interior returned to the kernel */
+    #define CX_RELEASE_MIN (1ull << 20)
+    /* a block taken from a not fully backed one gets this much more backed with it, so
+       small writes into fresh memory make one fallocate per 2 MiB, not one each */
+    #define CX_BACK_AHEAD (2ull << 20)
 
     typedef struct {
         uint64_t head[2], tail[2];        /* LRU lists: [0] persistent, [1] volatile; head = most recent */
@@ -188,6 +213,9 @@ cdef extern from *:
         int no_evict;                     /* allocate only if no eviction is needed */
         uint64_t maxmemory;
         uint64_t *rng;
+        int backing_fd;                   /* the arena file, whose pages cx_back_range allocates */
+        uint64_t grain;                   /* its page size; 0 = nothing to allocate (a device) */
+        int *backing_errno;               /* set when the backing could not take a block */
     } cx_cfg;
 
     _Static_assert(sizeof(cx_entry) == CX_HDR, "entry header size");
@@ -323,10 +351,12 @@ cdef extern from *:
         return c < CX_NCLASS ? c : CX_NCLASS - 1;
     }
 
-    static void cx_free_push(char *base, uint64_t off, uint64_t size) {
+    static void cx_free_push(char *base, uint64_t off, uint64_t size, uint64_t backing) {
         cx_super *sb = CX_SB(base);
         unsigned c = cx_class(size);
         cx_freeblk *f = (cx_freeblk *)(base + off);
+        f->backing = backing;
+        f->prefix = f->punched = 0;
         f->prev = 0;
         f->next = sb->free_head[c];
         if (f->next) ((cx_freeblk *)(base + f->next))->prev = off;
@@ -356,11 +386,38 @@ cdef extern from *:
         }
     }
 
+    /* ---- the backing's pages ---- */
+    /* Allocate the backing's pages under [off, off + len), rounded out to whole pages of
+       `grain` bytes and clipped to the arena's `size`: a store there can then never fault
+       for want of memory (a file system that cannot supply a page raises SIGBUS), so a
+       full backing is an error here instead. 0 or an errno (ENOSPC). */
+    static int cx_back_range(char *base, int fd, uint64_t grain, uint64_t size, uint64_t off, uint64_t len) {
+        uint64_t lo = off & ~(grain - 1), hi = (off + len + grain - 1) & ~(grain - 1);
+        if (hi > size) hi = size;
+        if (fallocate(fd, 0, (off_t)lo, (off_t)(hi - lo)) == 0) return 0;
+        if (errno != EOPNOTSUPP) return errno;
+        /* no fallocate: faulting the pages in reports what would be a SIGBUS as EFAULT */
+        return madvise(base + lo, hi - lo, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
+    }
+
+    static inline int cx_free_backed(char *base, uint64_t off) {
+        return cx_bk_kind(((cx_freeblk *)(base + off))->backing) == CX_BK_BACKED;
+    }
+    /* bytes from free block off's start that are backed (an untagged block's fields are
+       not to be trusted) */
+    static inline uint64_t cx_free_prefix(char *base, uint64_t off) {
+        cx_freeblk *f = (cx_freeblk *)(base + off);
+        if (cx_free_backed(base, off)) return CX_SIZE(f->size_state);
+        return (f->backing & CX_BK_TAG_MASK) == CX_BK_TAG ? f->prefix : 0;
+    }
+
     /* Take a block of exactly `need` bytes (a multiple of 64) from the free lists;
        returns its offset with state RESERVED, or 0. Good fit: a first fit among the
        first few blocks of the request's own class, else any block of a higher class
-       (all of which are big enough), else the rest of the own class. */
-    static uint64_t cx_heap_alloc(char *base, uint64_t need) {
+       (all of which are big enough), else the rest of the own class. A block whose
+       pages may not all be backed gets them first; 0 with *err set if the backing has
+       no room for them. */
+    static uint64_t cx_heap_alloc(char *base, uint64_t need, const cx_cfg *cfg, int *err) {
         cx_super *sb = CX_SB(base);
         unsigned c = cx_class(need);
         uint64_t off = 0, cur = sb->free_head[c];
@@ -374,15 +431,31 @@ cdef extern from *:
         for (; !off && cur; cur = ((cx_freeblk *)(base + cur))->next)
             if (CX_SIZE(*(uint64_t *)(base + cur)) >= need) off = cur;
         if (!off) return 0;
+        uint64_t size = CX_SIZE(*(uint64_t *)(base + off)), backing = ((cx_freeblk *)(base + off))->backing;
+        uint64_t prefix = cx_free_prefix(base, off);
+        int split = size - need >= CX_MIN_BLOCK;
+        /* the block's own pages, and the one the remainder's header goes to */
+        uint64_t want = split ? need + CX_MIN_BLOCK : need;
+        if (cfg->grain && want > prefix) {
+            /* what is not backed yet, with some ahead; just what is wanted if that is too much */
+            uint64_t ahead = want + CX_BACK_AHEAD < size ? want + CX_BACK_AHEAD : size;
+            if (cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off + prefix, ahead - prefix) == 0)
+                prefix = ahead;
+            else if ((*err = cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off + prefix,
+                                           want - prefix)))
+                return 0;
+            else
+                prefix = want;
+        }
         cx_free_remove(base, off);
-        uint64_t size = CX_SIZE(*(uint64_t *)(base + off));
-        if (size - need >= CX_MIN_BLOCK) {
+        if (split) {
             /* the remainder's header is written before the first block shrinks, so a
                heap walk is valid at every instant */
             uint64_t rest = off + need, rsize = size - need;
             *(uint64_t *)(base + rest) = rsize | CX_FREE;
             cx_footer(base, rest, rsize);
-            cx_free_push(base, rest, rsize);
+            cx_free_push(base, rest, rsize, backing);
+            ((cx_freeblk *)(base + rest))->prefix = prefix > need ? prefix - need : 0;
             size = need;
         }
         cx_store((uint64_t *)(base + off), size | CX_RESERVED);
@@ -391,15 +464,19 @@ cdef extern from *:
         return off;
     }
 
-    /* Return a block to the heap, merging it with free neighbours; returns the
-       offset of the resulting free block. */
+    /* Return a block (all of whose pages are backed) to the heap, merging it with free
+       neighbours; returns the offset of the resulting free block. */
     static uint64_t cx_heap_free(char *base, uint64_t off) {
         cx_super *sb = CX_SB(base);
         uint64_t size = CX_SIZE(*(uint64_t *)(base + off));
         uint64_t heap_end = sb->heap_off + sb->heap_size;
+        int backed = 1;
+        uint64_t prefix = size;     /* the freed block is backed, and so what follows it if it is */
         sb->heap_used -= size;
         uint64_t right = off + size;
         if (right < heap_end && CX_STATE(*(uint64_t *)(base + right)) == CX_FREE) {
+            backed = cx_free_backed(base, right);
+            prefix += cx_free_prefix(base, right);
             cx_free_remove(base, right);
             size += CX_SIZE(*(uint64_t *)(base + right));
         }
@@ -410,6 +487,9 @@ cdef extern from *:
                 uint64_t left = off - lsize;
                 uint64_t lw = *(uint64_t *)(base + left);
                 if (CX_STATE(lw) == CX_FREE && CX_SIZE(lw) == lsize) {
+                    uint64_t lprefix = cx_free_prefix(base, left);
+                    prefix = lprefix == lsize ? lsize + prefix : lprefix;
+                    backed &= cx_free_backed(base, left);
                     cx_free_remove(base, left);
                     off = left;
                     size += lsize;
@@ -418,8 +498,59 @@ cdef extern from *:
             }
         }
         cx_footer(base, off, size);
-        cx_free_push(base, off, size);
+        cx_free_push(base, off, size, CX_BK_WORD(backed ? CX_BK_BACKED : CX_BK_MIXED));
+        ((cx_freeblk *)(base + off))->prefix = prefix;
         return off;
+    }
+
+    /* Give the pages of big, idle free blocks back to the kernel: punch out each one's
+       interior, keeping its header and footer pages, so the backing holds about what is
+       allocated. A block qualifies after it has been seen free for min_age ms, so a block
+       freed by an overwrite and soon reused is not punched and re-backed for nothing.
+       At most max_bytes punched (a bigger block goes in parts, over several calls) and
+       max_visits blocks looked at per call; returns the bytes punched. */
+    static uint64_t cx_release_free(char *base, const cx_cfg *cfg, int64_t now, uint64_t min_age,
+                                    uint64_t max_bytes, uint64_t max_visits) {
+        cx_super *sb = CX_SB(base);
+        uint64_t g = cfg->grain, done = 0, stamp = (uint64_t)now & CX_BK_SEEN_MASK;
+        if (!g) return 0;
+        if (!stamp) stamp = 1;
+        for (unsigned c = cx_class_above(sb, cx_class(CX_RELEASE_MIN) - 1); c < CX_NCLASS;
+             c = cx_class_above(sb, c)) {
+            for (uint64_t cur = sb->free_head[c]; cur; cur = ((cx_freeblk *)(base + cur))->next) {
+                cx_freeblk *f = (cx_freeblk *)(base + cur);
+                unsigned kind = cx_bk_kind(f->backing);
+                uint64_t seen = f->backing & CX_BK_SEEN_MASK, size = CX_SIZE(f->size_state);
+                uint64_t lo = (cur & ~(g - 1)) + g, hi = (cur + size - 8) & ~(g - 1);
+                if (!max_visits--) return done;
+                if (kind == CX_BK_HOLLOW) continue;
+                if ((f->backing & CX_BK_TAG_MASK) != CX_BK_TAG) {
+                    f->prefix = f->punched = 0;
+                    seen = 0;
+                }
+                if (!seen) {
+                    f->backing = CX_BK_WORD(kind) | stamp;
+                    continue;
+                }
+                if (((stamp - seen) & CX_BK_SEEN_MASK) < min_age) continue;
+                uint64_t from = lo + f->punched, to = hi;
+                if (to > from && to - from > max_bytes - done) to = from + ((max_bytes - done) & ~(g - 1));
+                /* marked first: a crash after the punch must not leave it marked backed */
+                f->backing = to < hi ? CX_BK_WORD(CX_BK_MIXED) | seen : CX_BK_WORD(CX_BK_HOLLOW);
+                f->prefix = 0;
+                if (to > from) {
+                    if (fallocate(cfg->backing_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                  (off_t)from, (off_t)(to - from)) != 0) {
+                        f->backing = CX_BK_WORD(CX_BK_HOLLOW);   /* cannot punch: leave it be */
+                        continue;
+                    }
+                    f->punched += to - from;
+                    done += to - from;
+                }
+                if (done + g > max_bytes) return done;
+            }
+        }
+        return done;
     }
 
     /* ---- index ---- */
@@ -805,11 +936,14 @@ cdef extern from *:
         cx_tenant *t = tenant >= 0 ? &sb->tenants[tenant] : NULL;
         uint64_t limit = cfg->maxmemory && cfg->maxmemory < sb->heap_size ? cfg->maxmemory : sb->heap_size;
         uint64_t quota = t ? t->quota : 0, evictable = 0, off, v, m;
-        int own = 0;
+        int own = 0, err = 0;
         if (need > limit || (quota && need > quota)) return 0;
         if ((!quota || t->used_bytes + need <= quota) && sb->heap_used + need <= limit
-            && (off = cx_heap_alloc(base, need)))
+            && (off = cx_heap_alloc(base, need, cfg, &err)))
             return off;
+        /* a full backing: evicting would lose entries without making the file system any
+           room (their blocks are backed already and reusable only if one fits) */
+        if (err) { *cfg->backing_errno = err; return 0; }
         if (cfg->no_evict) return 0;
         if (quota) {
             own = cx_policy_of(sb, (unsigned)tenant, cfg);
@@ -824,7 +958,8 @@ cdef extern from *:
             if (quota && t->used_bytes + need > quota) {
                 v = cx_victim(base, cfg, (unsigned)tenant, own, now);
             } else {
-                if (sb->heap_used + need <= limit && (off = cx_heap_alloc(base, need))) return off;
+                if (sb->heap_used + need <= limit && (off = cx_heap_alloc(base, need, cfg, &err))) return off;
+                if (err) { *cfg->backing_errno = err; return 0; }
                 v = cx_global_victim(base, cfg, now);
             }
             if (!v) return 0;
@@ -1161,7 +1296,7 @@ cdef extern from *:
         for (int i = 0; i < CX_NDB; i++) sb->db_map[i] = (uint8_t)i;
         *(uint64_t *)(base + sb->heap_off) = sb->heap_size | CX_FREE;
         cx_footer(base, sb->heap_off, sb->heap_size);
-        cx_free_push(base, sb->heap_off, sb->heap_size);
+        cx_free_push(base, sb->heap_off, sb->heap_size, CX_BK_WORD(CX_BK_HOLLOW));  /* never touched */
         memcpy(sb->magic, "CXLREDIS", 8);
         sb->version = CX_LAYOUT_VERSION;
         sb->checksum = cx_super_sum(sb);    /* last: a torn format fails the checksum */
@@ -1286,6 +1421,7 @@ cdef extern from *:
             if (size < CX_MIN_BLOCK || size > hi - off) {
                 /* a torn size cannot happen with ordered stores; never walk past it */
                 *(uint64_t *)(base + off) = (hi - off) | CX_FREE;
+                ((cx_freeblk *)(base + off))->backing = CX_BK_WORD(CX_BK_MIXED);
                 dropped++;
                 break;
             }
@@ -1325,13 +1461,18 @@ cdef extern from *:
             w = *(uint64_t *)(base + off);
             size = CX_SIZE(w);
             if (CX_STATE(w) == CX_FREE) {
+                /* backed only if every part says so: a block pass 1 freed has no backing
+                   word (its header's bytes there are a list link), which reads as MIXED */
                 uint64_t end = off + size;
-                while (end < hi && CX_STATE(*(uint64_t *)(base + end)) == CX_FREE)
+                int backed = cx_free_backed(base, off);
+                while (end < hi && CX_STATE(*(uint64_t *)(base + end)) == CX_FREE) {
+                    backed &= cx_free_backed(base, end);
                     end += CX_SIZE(*(uint64_t *)(base + end));
+                }
                 size = end - off;
                 *(uint64_t *)(base + off) = size | CX_FREE;
                 cx_footer(base, off, size);
-                cx_free_push(base, off, size);
+                cx_free_push(base, off, size, CX_BK_WORD(backed ? CX_BK_BACKED : CX_BK_MIXED));
             } else if (CX_STATE(w) == CX_TABLE) {
                 cx_footer(base, off, size);
                 sb->heap_used += size;
@@ -1497,9 +1638,15 @@ cdef extern from *:
     }
 
     /* ---- the backing ---- */
-    static int cx_os_open(const char *path, int *fd, uint64_t *file_size, int *is_chr) {
-        int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    /* *created: the file did not exist (the caller removes it if the arena cannot start) */
+    static int cx_os_open(const char *path, int *fd, uint64_t *file_size, int *is_chr, int *created) {
+        int f = open(path, O_RDWR | O_CLOEXEC);
         struct stat st;
+        *created = 0;
+        if (f < 0 && errno == ENOENT) {
+            f = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            *created = f >= 0;
+        }
         if (f < 0) return errno;
         if (fstat(f, &st) != 0) { int err = errno; close(f); return err; }
         *fd = f;
@@ -1508,6 +1655,24 @@ cdef extern from *:
         return 0;
     }
     static int cx_os_lock(int fd) { return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno; }
+    /* The backing file's file system: bytes free for it (UINT64_MAX: the file system does
+       not say, as hugetlbfs without a size limit), bytes the file holds already, and the
+       unit its pages are allocated and punched in. */
+    static int cx_os_space(int fd, uint64_t *avail, uint64_t *held, uint64_t *grain) {
+        struct statvfs vfs;
+        struct stat st;
+        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), blk;
+        if (fstatvfs(fd, &vfs) != 0 || fstat(fd, &st) != 0) return errno;
+        *avail = vfs.f_blocks ? (uint64_t)vfs.f_bavail * vfs.f_frsize : UINT64_MAX;
+        *held = (uint64_t)st.st_blocks * 512;
+        blk = (uint64_t)st.st_blksize;
+        *grain = blk > page && !(blk & (blk - 1)) ? blk : page;
+        return 0;
+    }
+    static uint64_t cx_os_held(int fd) {
+        struct stat st;
+        return fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+    }
     static int cx_os_truncate(int fd, uint64_t size) { return ftruncate(fd, (off_t)size) == 0 ? 0 : errno; }
     static int cx_os_map(int fd, uint64_t size, char **out) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -1525,6 +1690,8 @@ cdef extern from *:
         long r = syscall(SYS_mbind, base, (unsigned long)size, 2, mask, (unsigned long)(sizeof mask * 8), 2u);
         return r == 0 ? 0 : errno;
     }
+    /* only after the whole file is allocated (cx_back_range): a page the file system could
+       not supply would be a SIGBUS in the loop */
     static void cx_os_prefault(char *base, uint64_t size) {
         if (madvise(base, size, MADV_POPULATE_WRITE) == 0) return;
         long page = sysconf(_SC_PAGESIZE);
@@ -1666,6 +1833,9 @@ cdef extern from *:
         int no_evict
         uint64_t maxmemory
         uint64_t* rng
+        int backing_fd
+        uint64_t grain
+        int* backing_errno
 
     ctypedef struct cx_filter:
         unsigned tenant
@@ -1729,8 +1899,14 @@ cdef extern from *:
                          uint32_t policy, const cx_cfg* cfg, int64_t now) nogil
     void cx_tenant_drop(char* base, unsigned t) nogil
     int cx_glob(const uint8_t* p, size_t pn, const uint8_t* s, size_t sn, int nocase) nogil
-    int cx_os_open(const char* path, int* fd, uint64_t* file_size, int* is_chr) nogil
+    int cx_os_open(const char* path, int* fd, uint64_t* file_size, int* is_chr, int* created) nogil
     int cx_os_lock(int fd) nogil
+    int cx_os_space(int fd, uint64_t* avail, uint64_t* held, uint64_t* grain) nogil
+    uint64_t cx_os_held(int fd) nogil
+    int cx_back_range(char* base, int fd, uint64_t grain, uint64_t size, uint64_t off, uint64_t len) nogil
+    uint64_t cx_release_free(char* base, const cx_cfg* cfg, int64_t now, uint64_t min_age,
+                             uint64_t max_bytes, uint64_t max_visits) nogil
+    uint64_t cx_heap_off_for(uint64_t size) nogil
     int cx_os_truncate(int fd, uint64_t size) nogil
     int cx_os_map(int fd, uint64_t size, char** out) nogil
     void cx_os_hugepages(char* base, uint64_t size) nogil
@@ -1740,7 +1916,22 @@ cdef extern from *:
 
 
 class ArenaError(Exception):
-    """The backing cannot be used as an arena (foreign, corrupt, busy, wrong size)."""
+    """The backing cannot be used as an arena (foreign, corrupt, busy, wrong size, too small)."""
+
+
+def check_device_size(path, int fd, uint64_t size, size_option):
+    """ArenaError if the character device (devdax) is smaller than the arena: a store past
+    its end would be a SIGBUS. Its size is in sysfs; a device that has none is trusted."""
+    rdev = os.fstat(fd).st_rdev
+    try:
+        with open(f"/sys/dev/char/{os.major(rdev)}:{os.minor(rdev)}/size") as f:
+            device_size = int(f.read())
+    except (OSError, ValueError):
+        return
+    if size > device_size:
+        raise ArenaError(f"{path}: the arena's {size} bytes (set by {size_option}) do not fit its "
+                         f"backing: the device holds {device_size} bytes ({device_size / 1048576:.1f} MiB); "
+                         f"lower {size_option}")
 
 
 class OutOfMemory(Exception):
@@ -1779,6 +1970,12 @@ cdef uint64_t MIN_ARENA_BYTES = 4 << 20
 cdef uint64_t MAX_KEY_BYTES = 512 << 20
 # copies at least this big release the GIL (the block being filled is invisible to others)
 cdef size_t NOGIL_COPY_BYTES = 1 << 20
+# release_free_pages: a free block is punched once idle this long (an overwrite's freed
+# block is usually reused sooner), with at most this many bytes punched and free blocks
+# looked at per call
+cdef uint64_t RELEASE_AGE_MS = 1000
+RELEASE_BYTES = 64 << 20          # about 8 ms of punching on tmpfs
+cdef uint64_t RELEASE_VISITS = 4096
 # SCAN stops after this many buckets even if it found fewer keys than asked,
 # so one call stays cheap on a huge, sparse index
 cdef uint64_t SCAN_BUCKET_CAP = 1 << 20
@@ -1911,6 +2108,9 @@ cdef inline cx_cfg eviction_cfg(Arena a) noexcept:
     c.no_evict = 0
     c.maxmemory = a.maxmem
     c.rng = &a.rng
+    c.backing_fd = a.fd
+    c.grain = a.grain
+    c.backing_errno = &a.backing_errno
     return c
 
 
@@ -2584,10 +2784,11 @@ cdef class Arena(Keyspace):
         self.is_arena = True
 
     def __init__(self, path, size, *, int databases=16, bint reset=False, bint hugepages=False,
-                 bint prefault=False, int numa_node=-1):
+                 bint prefault=False, int numa_node=-1, size_option="arena-size"):
+        """size_option: what sets `size`, for the message when the backing cannot hold it."""
         cdef bytes bpath = os.fsencode(path)
-        cdef uint64_t nbytes, file_size = 0
-        cdef int fd = -1, is_chr = 0, err
+        cdef uint64_t nbytes, file_size = 0, avail = 0, held = 0, grain = 0
+        cdef int fd = -1, is_chr = 0, created = 0, err
         cdef char* base = NULL
         if self.base != NULL:
             raise ArenaError("this Arena is already attached")
@@ -2597,7 +2798,7 @@ cdef class Arena(Keyspace):
         if size < <int64_t>MIN_ARENA_BYTES:
             raise ArenaError(f"{self.path}: arena size {size} is below the minimum of 4 MiB")
         nbytes = size
-        err = cx_os_open(bpath, &fd, &file_size, &is_chr)
+        err = cx_os_open(bpath, &fd, &file_size, &is_chr, &created)
         if err:
             raise ArenaError(f"{self.path}: cannot open: {os.strerror(err)}")
         try:
@@ -2606,7 +2807,17 @@ cdef class Arena(Keyspace):
                 raise ArenaError(f"arena {self.path} is in use by another process")
             if err:
                 raise ArenaError(f"{self.path}: cannot lock: {os.strerror(err)}")
-            if not is_chr:
+            if is_chr:
+                check_device_size(self.path, fd, nbytes, size_option)
+            else:
+                err = cx_os_space(fd, &avail, &held, &grain)
+                if err:
+                    raise ArenaError(f"{self.path}: cannot query its file system: {os.strerror(err)}")
+                if nbytes > avail + held:
+                    raise ArenaError(
+                        f"{self.path}: the arena's {nbytes} bytes (set by {size_option}) do not fit its "
+                        f"backing: the file system there has {avail} bytes free ({avail / 1048576:.1f} MiB) "
+                        f"and the file holds {held}; lower {size_option} or free space there")
                 if file_size != nbytes and file_size != 0 and not reset:
                     raise ArenaError(
                         f"{self.path}: the arena file is {file_size} bytes but the arena size is "
@@ -2621,10 +2832,15 @@ cdef class Arena(Keyspace):
                 raise ArenaError(f"{self.path}: cannot map {nbytes} bytes: {os.strerror(err)}")
         except BaseException:
             close_fd(fd)
+            if created:
+                os.unlink(bpath)
             raise
         self.base = base
         self.map_size = nbytes
         self.fd = fd
+        self.grain = grain
+        self.backing_errno = 0
+        self.releases_pages = grain != 0 and not prefault
         self.ndb = databases
         self.policy_id = CX_NOEVICTION
         self.samples = 5
@@ -2635,6 +2851,8 @@ cdef class Arena(Keyspace):
         except BaseException:
             cx_os_unmap(self.base, self.map_size, self.fd, 0)
             self.base = NULL
+            if created:
+                os.unlink(bpath)
             raise
 
     cdef int _attach(self, bint reset, bint hugepages, bint prefault, int numa_node) except -1:
@@ -2648,6 +2866,7 @@ cdef class Arena(Keyspace):
                                  f"{os.strerror(err)}")
         if hugepages:
             cx_os_hugepages(self.base, self.map_size)
+        self._back_metadata(prefault)
         self.dropped_entries = 0
         verdict = CX_ZERO if reset else cx_validate(self.base, self.map_size)
         if verdict == CX_ZERO:
@@ -2682,6 +2901,25 @@ cdef class Arena(Keyspace):
         if prefault:
             with nogil:
                 cx_os_prefault(self.base, self.map_size)
+        return 0
+
+    cdef int _back_metadata(self, bint whole) except -1:
+        """Allocate the backing's pages for what is written without cx_heap_alloc: the
+        superblock, the index and the heap's first block header (all of it if whole, for
+        arena-prefault), and the page of the heap's last footer; ArenaError if it is full."""
+        cdef uint64_t size = self.map_size, heap_off = cx_heap_off_for(size)
+        cdef uint64_t last = heap_off + ((size - heap_off) & ~<uint64_t>63) - 8
+        cdef int err
+        if not self.grain:
+            return 0
+        with nogil:
+            err = cx_back_range(self.base, self.fd, self.grain, size, 0,
+                                size if whole else heap_off + CX_HDR)
+            if not err:
+                err = cx_back_range(self.base, self.fd, self.grain, size, last, 8)
+        if err:
+            raise ArenaError(f"{self.path}: its backing cannot supply the arena's "
+                             f"{'pages' if whole else 'superblock and index'}: {os.strerror(err)}")
         return 0
 
     def close(self, bint clean=True):
@@ -2894,7 +3132,29 @@ cdef class Arena(Keyspace):
             "tenants": bin(cx_tenant_bits(sb)).count("1"),
             "recovery": self.recovery,
             "dropped_entries": self.dropped_entries,
+            # what the backing holds for the arena (a device: all of it)
+            "backing_bytes": cx_os_held(self.fd) if self.grain else self.map_size,
         }
+
+    def release_free_pages(self, uint64_t max_bytes=RELEASE_BYTES):
+        """The cron's step that gives memory back: punch the interior of free blocks of
+        1 MiB or more idle for RELEASE_AGE_MS out of the backing, at most max_bytes a
+        call. Returns the bytes released. Nothing with arena-prefault, or on a device."""
+        cdef cx_cfg cfg = eviction_cfg(self)
+        cdef char* base = open_base(self)
+        cdef uint64_t done
+        if not self.releases_pages:
+            return 0
+        with nogil:
+            done = cx_release_free(base, &cfg, cx_now_ms(), RELEASE_AGE_MS, max_bytes, RELEASE_VISITS)
+        return done
+
+    def take_backing_error(self):
+        """The errno (ENOSPC) with which the backing last refused pages for a write, which
+        then got OutOfMemory, since the previous call; 0 if none."""
+        err = self.backing_errno
+        self.backing_errno = 0
+        return err
 
     def reset_stats(self):
         """CONFIG RESETSTAT: the arena-wide counters and the default tenant's. The other

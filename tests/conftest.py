@@ -67,6 +67,9 @@ Fixtures:
                    ``decode_responses=False``.
 ``target``         parametrised over cxlredis and the real redis-server (each
                    FLUSHALLed first): expectations that both must meet.
+``tmpfs``          function-scoped; ``tmpfs(size) -> Path``: a directory on a tmpfs of
+                   its own (``mount -t tmpfs -o size=...``; unmounted after the test;
+                   the test is skipped when mounting is not permitted).
 ``flushed``        FLUSHALLs ``redis_oracle`` and ``cxl`` before the test and
                    yields ``(redis_oracle, cxl)``; differential modules use it
                    with ``pytestmark = pytest.mark.usefixtures("flushed")``.
@@ -563,6 +566,27 @@ def cxl_factory():
     finally:
         for server in started:
             server.close()
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    mounted = []
+
+    def mount(size) -> Path:
+        where = tmp_path / f"tmpfs{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            pytest.skip(f"cannot mount a tmpfs for the test: {done.stderr.strip()}")
+        mounted.append(where)
+        return where
+
+    try:
+        yield mount
+    finally:
+        for where in mounted:
+            subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 @pytest.fixture(scope="session")
