@@ -596,6 +596,11 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("cxl-lease-ms", Integer(1, INT_MAX), 5000, MUTABLE,
      "How long a co-located client's lease on an arena block lasts (CXL GETREF, CXL RESERVE); "
      "applies to leases granted from then on.", "arena"),
+    ("cxl-lease-max-bytes", Memory(0, LLONG_MAX), 0, MUTABLE,
+     "Most bytes one keyspace (a tenant, or the administrators' default keyspace) may hold "
+     "under CXL leases at once, references and reservations together (each counted as its "
+     "value, key and entry header); a lease past it is refused. 0: a quarter of the "
+     "keyspace's QUOTA, or of maxmemory when it has none.", "arena"),
     ("tenant-arena-dir", String(), "", IMMUTABLE,
      "Directory of the arena files of tenants with ARENA own (one per tenant, which its users "
      "may map); empty means the directory of arena-path.", "arena"),

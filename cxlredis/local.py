@@ -31,6 +31,10 @@ checks, so a weakly ordered CPU cannot read the header before the value. A key
 get_into read before is copied from where it was while its GETREF is on the way;
 get_into says why that copy can be kept.
 
+A lease the server refuses because the keyspace holds cxl-lease-max-bytes under
+leases already is not an error to the caller: that read or write goes over RESP
+instead (GET, MGET, SET), as if the backing were not mapped.
+
 Not thread-safe: one LocalClient per thread (leases belong to its connection).
 """
 import hashlib
@@ -46,6 +50,7 @@ from hiredis import pack_command
 from redis.exceptions import DataError, ResponseError
 
 from ._store import acquire_fence, value_checksum
+from .leases import LEASE_CAP_REFUSAL
 
 _U64 = struct.Struct("<Q")
 # A read whose lease check fails is asked for again this many times, then is a miss.
@@ -299,6 +304,11 @@ class LocalClient:
             raise reply
         return reply
 
+    @staticmethod
+    def _over_lease_cap(reply):
+        """Whether reply is the server refusing a lease at cxl-lease-max-bytes."""
+        return isinstance(reply, ResponseError) and LEASE_CAP_REFUSAL in str(reply)
+
     def _release_later(self, lease):
         self._pending_release.append(lease)
 
@@ -339,15 +349,21 @@ class LocalClient:
             value = self.redis.get(key)
             return None if value is None else Ref(memoryview(value))
         began, epoch = time.monotonic(), self._epoch
-        return self._ref(self._call(("CXL", "GETREF", key))[0], began, epoch)
+        reply = self._call(("CXL", "GETREF", key))[0]
+        if self._over_lease_cap(reply):
+            value = self.redis.get(key)
+            return None if value is None else Ref(memoryview(value))
+        return self._ref(reply, began, epoch)
 
     def mget(self, keys):
         """Refs (or None) for several keys, in one round trip."""
         if self._map is None:
             return [None if v is None else Ref(memoryview(v)) for v in self.redis.mget(keys)]
         began, epoch = time.monotonic(), self._epoch
-        replies = self._expect_ok(self._call(("CXL", "MGETREF", *keys))[0])
-        return [self._ref(reply, began, epoch) for reply in replies]
+        replies = self._call(("CXL", "MGETREF", *keys))[0]
+        if self._over_lease_cap(replies):
+            return [None if v is None else Ref(memoryview(v)) for v in self.redis.mget(keys)]
+        return [self._ref(reply, began, epoch) for reply in self._expect_ok(replies)]
 
     def get_into(self, key, out):
         """Copy the value into the writable buffer `out`; its length, or None if missing
@@ -365,10 +381,7 @@ class LocalClient:
         offset. The lease and header checks follow either way."""
         target = memoryview(out).cast("B")
         if self._map is None:
-            ref = self.get(key)
-            if ref is None:
-                return None
-            return _copy_into(ref.view, target)
+            return self._get_into_over_resp(key, target)
         # The Ref steps inlined: this is the hot path of a co-located reader.
         for _ in range(READ_ATTEMPTS):
             began, epoch = time.monotonic(), self._epoch
@@ -379,9 +392,9 @@ class LocalClient:
             else:
                 copied = None
             reply = self._receive(sent)[0]
-            if reply is None:
+            if reply is None or self._over_lease_cap(reply):
                 self._locations.pop(key, None)
-                return None
+                return None if reply is None else self._get_into_over_resp(key, target)
             off, n, generation, lease, ttl_ms, header = self._expect_ok(reply)
             try:
                 if copied != (off, n, generation):
@@ -393,6 +406,10 @@ class LocalClient:
             finally:
                 self._pending_release.append(lease)
         return None
+
+    def _get_into_over_resp(self, key, target):
+        value = self.redis.get(key)
+        return None if value is None else _copy_into(memoryview(value), target)
 
     def _remember(self, key, location):
         locations = self._locations
@@ -418,18 +435,26 @@ class LocalClient:
         if not keys:
             return []
         if self._map is None:
-            values = self.redis.mget(keys)
-            targets = [None if value is None else _target(buffers, i, len(value))
-                       for i, value in enumerate(values)]
-            return [None if value is None else _copy_into(memoryview(value), target)
-                    for value, target in zip(values, targets)]
+            return self._mget_into_over_resp(keys, buffers)
         lengths = [None] * len(keys)
         pending = list(range(len(keys)))
-        for _ in range(READ_ATTEMPTS):
-            pending = self._mget_pass(keys, buffers, lengths, pending, max(window, 1))
-            if not pending:
-                break
+        try:
+            for _ in range(READ_ATTEMPTS):
+                pending = self._mget_pass(keys, buffers, lengths, pending, max(window, 1))
+                if not pending:
+                    break
+        except ResponseError as e:
+            if not self._over_lease_cap(e):
+                raise
+            return self._mget_into_over_resp(keys, buffers)     # every key again, by copies
         return lengths
+
+    def _mget_into_over_resp(self, keys, buffers):
+        values = self.redis.mget(keys)
+        targets = [None if value is None else _target(buffers, i, len(value))
+                   for i, value in enumerate(values)]
+        return [None if value is None else _copy_into(memoryview(value), target)
+                for value, target in zip(values, targets)]
 
     def _mget_pass(self, keys, buffers, lengths, indices, window):
         """One attempt of mget_into at keys[i] for i in indices, by windows; fills lengths
@@ -508,7 +533,11 @@ class LocalClient:
         parts = _parts(value)
         if self._writable() is None:
             return self.redis.set(key, _joined(parts), ex=ex, px=px)
-        with self.reserve(key, _length(parts), ex=ex, px=px) as slot:
+        began = time.monotonic()
+        reply = self._call(_reserve_command(key, _length(parts), ex, px))[0]
+        if self._over_lease_cap(reply):
+            return self.redis.set(key, _joined(parts), ex=ex, px=px)
+        with self._slot(reply, began) as slot:
             _fill(slot, parts)
             slot.commit()
         return True
@@ -518,15 +547,16 @@ class LocalClient:
         trip, all commits in another."""
         items = [(key, _parts(value)) for key, value in dict(items).items()]
         if self._writable() is None:
-            pipe = self.redis.pipeline(transaction=False)
-            for key, parts in items:
-                pipe.set(key, _joined(parts), ex=ex, px=px)
-            pipe.execute()
-            return True
+            return self._mset_over_resp(items, ex, px)
         began = time.monotonic()
         replies = self._call(*(_reserve_command(key, _length(parts), ex, px) for key, parts in items))
         failed = next((r for r in replies if isinstance(r, ResponseError)), None)
         slots = [self._slot(r, began) for r in replies if not isinstance(r, ResponseError)]
+        if self._over_lease_cap(failed):
+            # all the values over RESP: a batch is not split between the two ways
+            if slots:
+                self._call(*(("CXL", "ABORT", slot.lease) for slot in slots))
+            return self._mset_over_resp(items, ex, px)
         try:
             if failed is not None:
                 raise failed
@@ -538,6 +568,13 @@ class LocalClient:
             raise
         for reply in self._call(*(("CXL", "COMMIT", slot.lease) for slot in slots)):
             self._expect_ok(reply)
+        return True
+
+    def _mset_over_resp(self, items, ex, px):
+        pipe = self.redis.pipeline(transaction=False)
+        for key, parts in items:
+            pipe.set(key, _joined(parts), ex=ex, px=px)
+        pipe.execute()
         return True
 
     # ---- lifecycle ----------------------------------------------------------------
