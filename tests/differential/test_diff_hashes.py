@@ -194,6 +194,8 @@ def random_picks(argv, reply):
     picks, that each is a field of the hash with its own value, and, for a count >= 0, that
     none repeats."""
     value = parse_reply(reply)
+    if isinstance(value, bytes):
+        return "one field", value in RANDOM_HASH
     if not isinstance(value, list):
         return value
     with_values = len(argv) == 4
