@@ -37,7 +37,7 @@ GiB = 1024 * MiB
 DEFAULT_CXLREDIS_CMD = (
     "{python} -m cxlredis --port {port} --arena-path {arena_path} "
     "--arena-size {arena_size} --maxmemory {maxmemory} "
-    "--maxmemory-policy {policy} --loglevel warning")
+    "--maxmemory-policy {policy} --loglevel warning --enable-debug-command local")
 SERVER_KINDS = ("redis", "cxlredis")
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0

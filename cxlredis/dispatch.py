@@ -1,6 +1,7 @@
 """Command dispatch, in the order of Redis's processCommand.
 
-lookup (unknown command / subcommand) → arity → NOAUTH → no_multi → ACL
+lookup (unknown command / subcommand) → arity → DEBUG unless enable-debug-command
+allows it → NOAUTH → no_multi → ACL
 (command, then keys) → evictions (back under maxmemory; -OOM for a denyoom
 command when nothing more can go) → MULTI queueing → handler, timed, with
 per-command calls/usec/rejected/failed counters and per-prefix error counters
@@ -11,7 +12,7 @@ a security event (CONFIG SET, FLUSHALL, ...) goes to the audit log.
 import logging
 import time
 
-from . import acl, errors
+from . import acl, errors, protected
 from ._store import OutOfMemory, TenantError
 from .commands import lookup
 from .errors import CommandError
@@ -25,6 +26,8 @@ def dispatch(c, argv):
     # What CLIENT LIST shows as cmd: the command looked up, even if refused or queued
     # (EXEC, not what EXEC ran); NULL after an unknown one, as in Redis.
     c.last_command = spec.name if spec is not None else "NULL"
+    if error is None and spec.name == "debug" and not protected.allowed(c, "enable-debug-command"):
+        error = protected.DEBUG_NOT_ALLOWED
     if error is None and (not c.authenticated or c.multi is not None or not c.user.unrestricted):
         error = refusal(c, spec, argv)
     # Redis's performEvictions: get back under maxmemory before any command (it may have

@@ -18,6 +18,12 @@ their expiry (a slot can then no longer be committed). An expired slot is freed
 one more lease period later, so a writer that overran its deadline stalls into a
 block nobody else holds yet. Expiry runs from the server's cron (Server._cron_tick).
 
+Leased memory cannot be evicted, so each keyspace (a tenant, or the administrators'
+default keyspace) may hold at most cxl-lease-max-bytes under leases at once: a lease
+costs its value, key and one entry header, from its grant until it ends. The cap is per
+keyspace, not per connection or user: a client opens connections at will, and leases
+outlive their connection; the keyspace is also what quotas and eviction already count.
+
 Times are CLOCK_MONOTONIC, which every process on the host shares; clients are
 given a time-to-live, not a wall-clock instant.
 """
@@ -25,13 +31,18 @@ import heapq
 import itertools
 import time
 
+from .errors import CommandError
+
 REF, SLOT = "ref", "slot"
+# How a refusal starts (after "ERR "): LocalClient recognises it and falls back to RESP.
+LEASE_CAP_REFUSAL = "CXL lease cap reached"
 
 
 class Lease:
-    __slots__ = ("id", "kind", "store", "off", "owner", "expires", "frees", "db", "key", "ttl_ms")
+    __slots__ = ("id", "kind", "store", "off", "owner", "expires", "frees", "db", "key", "ttl_ms",
+                 "cost")
 
-    def __init__(self, lease_id, kind, store, off, owner, expires, frees):
+    def __init__(self, lease_id, kind, store, off, owner, expires, frees, cost):
         self.id = lease_id
         self.kind = kind
         self.store = store               # the keyspace the block was leased from
@@ -39,6 +50,7 @@ class Lease:
         self.owner = owner               # the owning client's id; 0 once it disconnected
         self.expires = expires           # monotonic seconds: what the client was promised
         self.frees = frees               # monotonic seconds: when the server lets go
+        self.cost = cost                 # bytes counted against the keyspace's lease cap
         self.db = self.key = None        # a slot's destination
         self.ttl_ms = None               # a slot's EX/PX, applied at commit
 
@@ -56,33 +68,71 @@ class Leases:
         # released (a client that died, stalled or forgot them); slots committed.
         self.granted = {REF: 0, SLOT: 0}
         self.expired = {REF: 0, SLOT: 0}
+        self.refused = {REF: 0, SLOT: 0}    # commands refused by the lease cap
         self.commits = 0
+        self.leased = {}                 # (arena, tenant id) -> bytes its leases hold
+        self._header_bytes = None
 
     @property
     def lease_ms(self):
         return self.server.config["cxl-lease-ms"]
 
-    def _add(self, kind, store, off, owner):
+    def cost(self, store, key_len, value_len):
+        """What a lease on a key_len + value_len entry of `store` counts against its cap."""
+        if self._header_bytes is None:
+            self._header_bytes = store.arena.layout()["header_bytes"]
+        return self._header_bytes + key_len + value_len
+
+    def cap(self, store):
+        """cxl-lease-max-bytes for `store`; by default a quarter of its quota or maxmemory."""
+        configured = self.server.config["cxl-lease-max-bytes"]
+        if configured:
+            return configured
+        arena = store.arena
+        # a tenant's namespace has a quota; an arena (the server's, or a tenant's own one,
+        # sized for its quota) has maxmemory, 0 being its whole size
+        return (getattr(store, "quota", 0) or arena.maxmemory or arena.size) // 4
+
+    def admit(self, client, kind, cost):
+        """Refuse (CommandError) a lease of `cost` bytes that would take the client's
+        keyspace past its cap."""
+        store = client.store
+        held = self.leased.get((store.arena, store.tenant), 0)
+        cap = self.cap(store)
+        if held + cost > cap:
+            self.refused[kind] += 1
+            whose = "the default keyspace" if client.tenant is None else f"tenant '{client.tenant}'"
+            raise CommandError(
+                f"ERR {LEASE_CAP_REFUSAL}: {whose} holds {held} leased bytes, and {cost} more "
+                f"would pass cxl-lease-max-bytes ({cap}); release leases or let them expire")
+
+    def _add(self, kind, store, off, owner, cost):
         now = time.monotonic()
         period = self.lease_ms / 1000
         # a slot outlives its expiry by one more period (see the module docstring)
         lease = Lease(next(self._ids), kind, store, off, owner, now + period,
-                      now + period * (2 if kind == SLOT else 1))
+                      now + period * (2 if kind == SLOT else 1), cost)
         self.by_id[lease.id] = lease
         self.granted[kind] += 1
+        account = (store.arena, store.tenant)
+        self.leased[account] = self.leased.get(account, 0) + cost
         self.by_owner.setdefault(owner, set()).add(lease.id)
         heapq.heappush(self._schedule, (lease.frees, lease.id))
         return lease
 
-    def reference(self, client, off):
-        """Pin live entry `off` of the client's keyspace for it; returns the lease."""
-        client.store.pin(off)
-        return self._add(REF, client.store, off, client.id)
+    def reference(self, client, off, key):
+        """Pin live entry `off` (under key) of the client's keyspace for it; returns the
+        lease, or raises CommandError past the lease cap."""
+        store = client.store
+        cost = self.cost(store, len(key), store.value_len(off))
+        self.admit(client, REF, cost)
+        store.pin(off)
+        return self._add(REF, store, off, client.id, cost)
 
-    def slot(self, client, off, db, key, ttl_ms):
-        """Own block `off`, reserved in the client's keyspace, on the client's behalf, to be
-        committed there under (db, key)."""
-        lease = self._add(SLOT, client.store, off, client.id)
+    def slot(self, client, off, db, key, ttl_ms, cost):
+        """Own block `off`, reserved in the client's keyspace (admitted at `cost`), on the
+        client's behalf, to be committed there under (db, key)."""
+        lease = self._add(SLOT, client.store, off, client.id, cost)
         lease.db, lease.key, lease.ttl_ms = db, key, ttl_ms
         return lease
 
@@ -101,6 +151,12 @@ class Leases:
             owned.discard(lease.id)
             if not owned:
                 del self.by_owner[lease.owner]
+        account = (lease.store.arena, lease.store.tenant)
+        left = self.leased[account] - lease.cost
+        if left:
+            self.leased[account] = left
+        else:
+            del self.leased[account]
         arena = lease.store.arena       # the arena reaches the block even if its tenant went
         if lease.kind == REF:
             arena.unpin(lease.off)
@@ -137,9 +193,15 @@ class Leases:
         """INFO arena's lease lines: held now, and counters since start."""
         refs, slots = self.counts()
         return [("cxl_leases_refs", refs), ("cxl_leases_slots", slots),
+                ("cxl_leased_bytes", self.leased_bytes()),
                 ("cxl_refs_granted", self.granted[REF]), ("cxl_slots_granted", self.granted[SLOT]),
                 ("cxl_refs_expired", self.expired[REF]), ("cxl_slots_expired", self.expired[SLOT]),
+                ("cxl_refs_refused", self.refused[REF]), ("cxl_slots_refused", self.refused[SLOT]),
                 ("cxl_slots_committed", self.commits)]
+
+    def leased_bytes(self):
+        """Bytes held under leases now, over every keyspace (what the caps count)."""
+        return sum(list(self.leased.values()))          # (the metrics thread too)
 
     def counts(self, arena=None):
         """(references, slots) held on `arena` (None: on any arena)."""

@@ -33,6 +33,10 @@ checks, so a weakly ordered CPU cannot read the header before the value. A key
 get_into read before is copied from where it was while its GETREF is on the way;
 get_into says why that copy can be kept.
 
+A lease the server refuses because the keyspace holds cxl-lease-max-bytes under
+leases already is not an error to the caller: that read or write goes over RESP
+instead (GET, MGET, SET), as if the backing were not mapped.
+
 Not thread-safe: one LocalClient per thread (leases belong to its connection).
 """
 import hashlib
@@ -49,6 +53,7 @@ from hiredis import pack_command
 from redis.exceptions import DataError, NoPermissionError, ResponseError
 
 from ._store import acquire_fence, value_checksum
+from .leases import LEASE_CAP_REFUSAL
 
 log = logging.getLogger("cxlredis.local")
 _U64 = struct.Struct("<Q")
@@ -317,6 +322,16 @@ class LocalClient:
             raise reply
         return reply
 
+    @staticmethod
+    def _over_lease_cap(reply):
+        """Whether reply is the server refusing a lease at cxl-lease-max-bytes."""
+        return isinstance(reply, ResponseError) and LEASE_CAP_REFUSAL in str(reply)
+
+    def _over_resp(self, reply):
+        """Whether this call goes over RESP instead: the server refused this user the
+        mapping commands (from now on: _refused) or a lease at the cap (this call only)."""
+        return self._refused(reply) or self._over_lease_cap(reply)
+
     def _release_later(self, lease):
         self._pending_release.append(lease)
 
@@ -358,7 +373,7 @@ class LocalClient:
         if self._map is not None:
             began, epoch = time.monotonic(), self._epoch
             reply = self._call(("CXL", "GETREF", key))[0]
-            if not self._refused(reply):
+            if not self._over_resp(reply):
                 return self._ref(reply, began, epoch)
         value = self.redis.get(key)
         return None if value is None else Ref(memoryview(value))
@@ -368,7 +383,7 @@ class LocalClient:
         if self._map is not None:
             began, epoch = time.monotonic(), self._epoch
             reply = self._call(("CXL", "MGETREF", *keys))[0]
-            if not self._refused(reply):
+            if not self._over_resp(reply):
                 return [self._ref(ref, began, epoch) for ref in self._expect_ok(reply)]
         return [None if v is None else Ref(memoryview(v)) for v in self.redis.mget(keys)]
 
@@ -388,10 +403,7 @@ class LocalClient:
         offset. The lease and header checks follow either way."""
         target = memoryview(out).cast("B")
         if self._map is None:
-            ref = self.get(key)
-            if ref is None:
-                return None
-            return _copy_into(ref.view, target)
+            return self._get_into_over_resp(key, target)
         # The Ref steps inlined: this is the hot path of a co-located reader.
         for _ in range(READ_ATTEMPTS):
             began, epoch = time.monotonic(), self._epoch
@@ -402,11 +414,9 @@ class LocalClient:
             else:
                 copied = None
             reply = self._receive(sent)[0]
-            if self._refused(reply):
-                return self.get_into(key, out)          # over RESP now
-            if reply is None:
+            if reply is None or self._over_resp(reply):
                 self._locations.pop(key, None)
-                return None
+                return None if reply is None else self._get_into_over_resp(key, target)
             off, n, generation, lease, ttl_ms, header = self._expect_ok(reply)
             try:
                 if copied != (off, n, generation):
@@ -418,6 +428,10 @@ class LocalClient:
             finally:
                 self._pending_release.append(lease)
         return None
+
+    def _get_into_over_resp(self, key, target):
+        value = self.redis.get(key)
+        return None if value is None else _copy_into(memoryview(value), target)
 
     def _remember(self, key, location):
         locations = self._locations
@@ -450,7 +464,7 @@ class LocalClient:
             try:
                 pending = self._mget_pass(keys, buffers, lengths, pending, max(window, 1))
             except _MappingRefused:
-                return self._mget_into_over_resp(keys, buffers)
+                return self._mget_into_over_resp(keys, buffers)     # every key again, by copies
             if not pending:
                 break
         return lengths
@@ -473,7 +487,7 @@ class LocalClient:
                 began, sent = inflight
                 inflight = None
                 reply = self._receive(sent)[0]
-                if self._refused(reply):
+                if self._over_resp(reply):
                     raise _MappingRefused
                 replies = self._expect_ok(reply)
                 hits = [(i, reply) for i, reply in zip(part, replies) if reply is not None]
@@ -537,7 +551,7 @@ class LocalClient:
             return None
         began = time.monotonic()
         reply = self._call(_reserve_command(key, nbytes, ex, px))[0]
-        return None if self._refused(reply) else self._slot(reply, began)
+        return None if self._over_resp(reply) else self._slot(reply, began)
 
     def _slot(self, reply, began):
         lease, off, nbytes, ttl_ms = self._expect_ok(reply)
@@ -568,6 +582,11 @@ class LocalClient:
             return self._mset_over_resp(items, ex, px)
         failed = next((r for r in replies if isinstance(r, ResponseError)), None)
         slots = [self._slot(r, began) for r in replies if not isinstance(r, ResponseError)]
+        if self._over_lease_cap(failed):
+            # all the values over RESP: a batch is not split between the two ways
+            if slots:
+                self._call(*(("CXL", "ABORT", slot.lease) for slot in slots))
+            return self._mset_over_resp(items, ex, px)
         try:
             if failed is not None:
                 raise failed
@@ -628,7 +647,7 @@ def _not_permitted(error):
 
 
 class _MappingRefused(Exception):
-    """Raised out of a mapped read that the server refused to this user (see _refused)."""
+    """Raised out of a mapped read the server refused (see _over_resp): go over RESP."""
 
 
 def _reserve_command(key, nbytes, ex, px):

@@ -136,13 +136,20 @@ class ServerCollector:
         expired = CounterMetricFamily("cxlredis_cxl_leases_expired",
                                       "Leases that ran out instead of being released (clients that "
                                       "died, stalled or forgot them).", labels=["kind"])
+        refused = CounterMetricFamily("cxlredis_cxl_leases_refused",
+                                      "Lease requests refused by cxl-lease-max-bytes.", labels=["kind"])
         for kind, count in zip((REF, SLOT), leases.counts()):
             held.add_metric([kind], count)
             granted.add_metric([kind], leases.granted[kind])
             expired.add_metric([kind], leases.expired[kind])
+            refused.add_metric([kind], leases.refused[kind])
         yield held
         yield granted
         yield expired
+        yield refused
+        yield GaugeMetricFamily("cxlredis_cxl_leased_bytes",
+                                "Bytes held under leases now (what cxl-lease-max-bytes caps).",
+                                value=leases.leased_bytes())
         yield CounterMetricFamily("cxlredis_cxl_slots_committed",
                                   "Reservations committed as values.", value=leases.commits)
 

@@ -9,7 +9,8 @@ files in sub-directories: pytest would then shadow this module's name):
 ``ServerProcess(kind="cxlredis", options=None, conf=None, port=None)``
     Runs ``python -m cxlredis`` (kind "cxlredis") or ``redis-server`` (kind
     "redis") on a free port in its own temporary directory, with a unix socket
-    and, for cxlredis, ``--arena-path <dir>/a.arena --arena-size 64mb``.
+    and, for cxlredis, ``--arena-path <dir>/a.arena --arena-size 64mb
+    --enable-debug-command yes`` (as Redis's own test suite enables DEBUG).
     ``options`` maps config names to values (``{"maxmemory": "2mb"}``), passed
     as ``--name value``; ``conf`` is a config file path given first.
     ``start()`` waits until the server answers PING (raising ServerStartError
@@ -407,6 +408,8 @@ class ServerProcess:
                 "arena-path": self.arena_path,
                 "arena-size": "64mb",
                 "loglevel": "warning",
+                # DEBUG SLEEP / ARENA-CHECK drive many tests; the default (no) refuses DEBUG.
+                "enable-debug-command": "yes",
             }
         else:
             argv = ["redis-server"]

@@ -35,7 +35,7 @@ CXL_HELP = (
     "    Lease a reference to key's string value: [offset, length, generation, lease,",
     "    lease-ttl-ms, header-offset], or nil. The value stays put until the lease ends.",
     "MGETREF <key> [<key> ...]",
-    "    GETREF for each key, in one array.",
+    "    GETREF for each key, in one array; all or nothing when a key is refused.",
     "RELEASE <lease> [<lease> ...]",
     "    End leases of this connection; returns how many it held.",
     "RESERVE <key> <nbytes> [EX <seconds>|PX <milliseconds>]",
@@ -140,7 +140,7 @@ def _reference(c, key):
         return None
     if store.entry_type(off) != TYPE_STRING:
         raise CommandError(errors.WRONGTYPE)
-    lease = c.server.leases.reference(c, off)
+    lease = c.server.leases.reference(c, off, key)      # past the lease cap: refused
     return (store.value_offset(off), store.value_len(off), store.generation(off), lease.id,
             c.server.config["cxl-lease-ms"], off)
 
@@ -166,7 +166,8 @@ def cmd_cxl_mgetref(c, argv):
         for key in argv[2:]:
             refs.append(_reference(c, key))
     except CommandError:
-        # all or nothing: a WRONGTYPE key ends the leases already taken
+        # all or nothing: a WRONGTYPE key, or one past the lease cap, ends the leases
+        # already taken (a miss is a nil, as in GETREF)
         for ref in refs:
             if ref is not None:
                 c.server.leases.end(c.server.leases.by_id[ref[3]])
@@ -218,8 +219,11 @@ def cmd_cxl_reserve(c, argv):
         raise CommandError(errors.STRING_TOO_LONG)
     ttl_ms = _expiry_ms(argv)
     store = c.store
+    leases = c.server.leases
+    cost = leases.cost(store, len(key), nbytes)
+    leases.admit(c, SLOT, cost)                 # past the lease cap: refused, nothing reserved
     off = store.reserve(nbytes, len(key))       # OutOfMemory answers -OOM
-    lease = c.server.leases.slot(c, off, c.db, key, ttl_ms)
+    lease = leases.slot(c, off, c.db, key, ttl_ms, cost)
     c.reply.array(4)
     c.reply.integer(lease.id)
     c.reply.integer(store.value_offset(off))

@@ -16,7 +16,7 @@ from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_HASH
 from ..errors import CommandError
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
-from .scanning import parse_scan_args
+from .scanning import parse_cursor, parse_scan_args
 
 _U32 = struct.Struct("<I")
 HASH_NOT_INTEGER = "ERR hash value is not an integer"
@@ -211,8 +211,11 @@ def cmd_hincrbyfloat(c, argv):
 
 
 def cmd_hscan(c, argv):
-    cursor, count, match, _ = parse_scan_args(argv, 2, allow_type=False)
+    # Redis's order: the cursor, then the key (a missing one is an empty scan whatever the
+    # options say), then the options.
+    parse_cursor(argv[2])
     fields = read_hash(c, argv[1])
+    match = parse_scan_args(argv, 2, allow_type=False)[2] if fields else None
     # A small hash is returned whole in one call, cursor 0, as Redis does for listpacks.
     items = [(f, v) for f, v in fields.items() if match is None or match(f)]
     c.reply.array(2)
@@ -223,15 +226,44 @@ def cmd_hscan(c, argv):
         c.reply.bulk(value)
 
 
+# Redis takes a count in [-LONG_MAX, LONG_MAX] (its -count must not overflow), and with
+# WITHVALUES one whose count*2 cannot overflow either.
+HRANDFIELD_COUNT_RANGE = errors.int_out_of_range(-INT64_MAX, INT64_MAX)
+HRANDFIELD_WITHVALUES_RANGE = "ERR value is out of range"
+
+
+def _bulk_size(data):
+    return len(data) + len(b"%d" % len(data)) + 5        # $<len>\r\n<data>\r\n
+
+
+def _check_repeated_reply(c, fields, repeats, with_values):
+    """A negative count repeats fields: the reply grows with the count, not the hash, so
+    Redis builds it until memory runs out. Refuse one whose smallest possible size is over
+    proto-max-bulk-len (and over the client's output limit when one is set)."""
+    smallest = min(_bulk_size(f) for f in fields)
+    if with_values:
+        smallest = min(_bulk_size(f) + _bulk_size(v) + (4 if c.protocol == 3 else 0)
+                       for f, v in fields.items())
+    limit = c.server.config["proto-max-bulk-len"]
+    hard = c.server.config["client-output-buffer-limit"]["normal"].hard
+    if hard:
+        limit = min(limit, hard)
+    if repeats * smallest > limit:
+        raise CommandError(f"ERR HRANDFIELD count -{repeats} would need a reply of more than "
+                           f"{limit} bytes (proto-max-bulk-len, client-output-buffer-limit)")
+
+
 def cmd_hrandfield(c, argv):
-    with_values = False
+    count = None
+    if len(argv) >= 3:
+        count = parse_int(argv[2])
+        if count < -INT64_MAX:
+            raise CommandError(HRANDFIELD_COUNT_RANGE)
     if len(argv) > 4 or (len(argv) == 4 and upper(argv[3]) != "WITHVALUES"):
         raise CommandError(errors.SYNTAX)
-    if len(argv) == 4:
-        with_values = True
-    count = parse_int(argv[2]) if len(argv) >= 3 else None
-    if count is not None and with_values and abs(count) > (INT64_MAX // 2):
-        raise CommandError("ERR value is out of range")
+    with_values = len(argv) == 4
+    if with_values and abs(count) > INT64_MAX // 2:
+        raise CommandError(HRANDFIELD_WITHVALUES_RANGE)
     fields = read_hash(c, argv[1])
     if count is None:
         if not fields:
@@ -240,10 +272,15 @@ def cmd_hrandfield(c, argv):
             c.reply.bulk(random.choice(list(fields)))
         return
     names = list(fields)
-    if count >= 0:
-        chosen = random.sample(names, min(count, len(names)))
+    if count >= len(names):
+        chosen = names                  # the whole hash, in its order, as Redis replies
+    elif count >= 0:
+        chosen = random.sample(names, count)
+    elif names:
+        _check_repeated_reply(c, fields, -count, with_values)
+        chosen = random.choices(names, k=-count)
     else:
-        chosen = [random.choice(names) for _ in range(-count)] if names else []
+        chosen = []
     if with_values:
         if c.protocol == 3:
             c.reply.array(len(chosen))

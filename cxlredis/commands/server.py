@@ -1,7 +1,7 @@
 """Server commands: INFO, CONFIG *, COMMAND *, TIME, LASTSAVE, SHUTDOWN, FUNCTION FLUSH, DEBUG."""
 import time
 
-from .. import errors, metrics
+from .. import errors, metrics, protected
 from .._store import glob_match
 from ..config import ConfigSetError
 from ..errors import CommandError
@@ -34,7 +34,7 @@ def cmd_config_set(c, argv):
     pairs = [(bytes(argv[i]).decode("utf-8", "replace"), bytes(argv[i + 1]).decode("utf-8", "replace"))
              for i in range(2, len(argv), 2)]
     try:
-        c.server.config.set(pairs)
+        c.server.config.set(pairs, protected.allowed(c, "enable-protected-configs"))
     except ConfigSetError as e:
         raise CommandError(str(e)) from None
     c.reply.ok()
@@ -358,4 +358,4 @@ def cmd_debug(c, argv):
         for p in problems:
             c.reply.bulk(p)
     else:
-        raise CommandError(errors.unknown_subcommand(argv[1], argv[0]))
+        raise CommandError(errors.subcommand_syntax(argv))

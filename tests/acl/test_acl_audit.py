@@ -114,7 +114,7 @@ def test_each_event_once_well_formed_and_without_passwords(audited, tmp_path):
 
 
 def test_audit_log_can_be_switched_at_runtime(audited, tmp_path):
-    server = audited()
+    server = audited(enable_protected_configs="local")     # audit-log-file is protected
     with raw_connection(server.port) as admin:
         assert admin.request("CONFIG", "SET", "audit-log-file", str(tmp_path)) == (
             b"-ERR CONFIG SET failed (possibly related to argument 'audit-log-file') - Can't open "

@@ -112,8 +112,9 @@ def test_lease_counters_in_info_and_metrics():
         time.sleep(0.2 * 2 + 0.3)                                   # a slot is freed a period late
         fields = r.info("arena")
         assert {k: v for k, v in fields.items() if k.startswith("cxl_")} == {
-            "cxl_leases_refs": 0, "cxl_leases_slots": 0, "cxl_refs_granted": 3,
-            "cxl_slots_granted": 2, "cxl_refs_expired": 2, "cxl_slots_expired": 1,
+            "cxl_leases_refs": 0, "cxl_leases_slots": 0, "cxl_leased_bytes": 0,
+            "cxl_refs_granted": 3, "cxl_slots_granted": 2, "cxl_refs_expired": 2,
+            "cxl_slots_expired": 1, "cxl_refs_refused": 0, "cxl_slots_refused": 0,
             "cxl_slots_committed": 1}
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
             samples = {(s.name, s.labels.get("kind")): s.value

@@ -192,3 +192,23 @@ def test_plugin_logs_once_why_it_goes_over_resp(server):
     warnings = [line for line in out["stderr"].splitlines() if "over RESP" in line]
     assert len(warnings) == 1, out["stderr"][-4000:]
     assert "offered only over the unix socket" in warnings[0]
+
+
+def test_plugin_at_the_lease_cap_goes_over_resp(server):
+    """Every lease refused (a chunk is more than cxl-lease-max-bytes): LMCache still stores
+    and reads every chunk, over RESP, through the same mapped client."""
+    admin = unix_client(server)
+    admin.flushall()
+    admin.config_resetstat()
+    admin.config_set("cxl-lease-max-bytes", SMALL_CHUNK.nbytes // 2)
+    refused = admin.info("arena")
+    try:
+        out = drive(f"unix://{server.unixsocket}")
+    finally:
+        admin.config_set("cxl-lease-max-bytes", 0)
+    assert out["mapped"] is True
+    check(out)
+    assert calls(server, "cxl|commit") == 0 and calls(server, "set") == 7
+    now = admin.info("arena")
+    assert now["cxl_slots_refused"] > refused["cxl_slots_refused"]
+    assert now["cxl_refs_refused"] > refused["cxl_refs_refused"]

@@ -5,6 +5,7 @@ llm-d's KV-block index drives these: PING, pipelined HKEYS, HSET key pod ts, HDE
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from conftest import parse_reply, raw_connection
 from diff_harness import cmd, flushall, normalised, raw, run_sequence, sorted_elements
 
 pytestmark = pytest.mark.usefixtures("flushed")
@@ -179,3 +180,78 @@ def test_hkeys_order_after_many_fields_compares_as_sets(redis_oracle, cxl):
     steps += [cmd("HKEYS", "big", compare=unordered), cmd("HVALS", "big", compare=unordered),
               ("HLEN", "big")]
     run_sequence(redis_oracle, cxl, steps, protocol=2, name="big hash")
+
+
+# ---------------------------------------------------------------- HRANDFIELD counts
+
+LONG_MAX = 2**63 - 1
+LONG_MIN = -(2**63)
+RANDOM_HASH = {b"a": b"1", b"b": b"22", b"c": b"333"}
+
+
+def random_picks(argv, reply):
+    """What two correct HRANDFIELD replies share: the shape (flat, or RESP3 pairs), how many
+    picks, that each is a field of the hash with its own value, and, for a count >= 0, that
+    none repeats."""
+    value = parse_reply(reply)
+    if isinstance(value, bytes):
+        return "one field", value in RANDOM_HASH
+    if not isinstance(value, list):
+        return value
+    with_values = len(argv) == 4
+    if with_values and value and isinstance(value[0], list):
+        shape, pairs = "pairs", [tuple(p) for p in value]
+    elif with_values:
+        shape, pairs = "flat", list(zip(value[0::2], value[1::2]))
+    else:
+        shape, pairs = "fields", [(f, RANDOM_HASH.get(f)) for f in value]
+    valid = all(f in RANDOM_HASH and v == RANDOM_HASH[f] for f, v in pairs)
+    distinct = len({f for f, _ in pairs}) == len(pairs)
+    return shape, len(value), valid, distinct or int(argv[2]) < 0
+
+
+RANDOM = normalised(random_picks)
+# Every boundary Redis checks; on the hash itself only those whose reply is bounded
+# (Redis builds a reply of -count fields until memory runs out: it is killed, cxlredis refuses).
+COUNTS = [0, 1, -1, 2, -2, 3, 5, -5, LONG_MAX, LONG_MAX // 2, LONG_MAX // 2 + 1,
+          -(LONG_MAX // 2), -(LONG_MAX // 2) - 1, LONG_MIN, LONG_MIN + 1, 2**63, -(2**63) - 1]
+UNBOUNDED_ON_A_HASH = {-(LONG_MAX // 2), -(LONG_MAX // 2) - 1, LONG_MIN + 1}
+
+
+def redis_builds_unbounded(key, count, suffix):
+    valid = suffix in ((), ("WITHVALUES",), ("withvalues",))
+    return key == "h" and count in UNBOUNDED_ON_A_HASH and valid and (
+        not suffix or abs(count) <= LONG_MAX // 2)
+
+
+def hrandfield_steps():
+    steps = [("HSET", "h", *[x for pair in RANDOM_HASH.items() for x in pair]), ("SET", "s", "v")]
+    for count in COUNTS:
+        for suffix in ((), ("WITHVALUES",), ("withvalues",), ("WITHVALUES", "x"), ("BOGUS",)):
+            for key in ("h", "missing", "s"):
+                if not redis_builds_unbounded(key, count, suffix):
+                    steps.append(cmd("HRANDFIELD", key, str(count), *suffix, compare=RANDOM))
+    steps += [cmd("HRANDFIELD", "h", compare=RANDOM), ("HRANDFIELD", "missing"), ("HRANDFIELD", "s"),
+              ("HRANDFIELD", "h", "1.5"), ("HRANDFIELD", "h", " 1"), ("HRANDFIELD", "h", "-0"),
+              ("PING",)]
+    return steps
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_hrandfield_count_boundaries(redis_oracle, cxl, protocol):
+    run_sequence(redis_oracle, cxl, hrandfield_steps(), protocol=protocol, name="hrandfield counts")
+
+
+@pytest.mark.parametrize("count, with_values", [(LONG_MIN + 1, False), (-(LONG_MAX // 2), True),
+                                                (-(2**27), False)])
+def test_hrandfield_repeating_count_beyond_any_reply_is_refused(cxl, count, with_values):
+    """Redis 7.0 builds these replies until it is killed; cxlredis refuses at once, and a
+    second connection is served meanwhile."""
+    with raw_connection(cxl.port) as conn, raw_connection(cxl.port) as other:
+        assert conn.request("HSET", "h", "a", "1") == b":1\r\n"
+        reply = conn.request("HRANDFIELD", "h", count, *(["WITHVALUES"] if with_values else []))
+        assert reply == (f"-ERR HRANDFIELD count {count} would need a reply of more than "
+                         f"{512 * 2**20} bytes (proto-max-bulk-len, client-output-buffer-limit)"
+                         "\r\n").encode()
+        assert other.request("PING") == b"+PONG\r\n"
+        assert conn.request("HRANDFIELD", "h", -1000) == b"*1000\r\n" + b"$1\r\na\r\n" * 1000

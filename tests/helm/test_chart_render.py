@@ -17,8 +17,8 @@ from cxlredis.config import parse_memory
 from cxlredis.tenant_arenas import size_for
 from helm_helpers import (CHART, FULLNAME, KUBERNETES_VERSION, NAMESPACE, RELEASE, SCENARIOS,
                           helm, hook_pod, kinds, one, probe_socket, render, render_error,
-                          rendered_config, require_validator, server_container, server_pod_spec,
-                          users_conf, values_args)
+                          load_config, rendered_config, require_validator, server_container,
+                          server_pod_spec, users_conf, values_args)
 
 # Custom resources whose schemas kubernetes-validate does not ship (checked by hand below).
 CUSTOM_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
@@ -288,6 +288,19 @@ def test_defaults():
     assert resources["requests"] == {"cpu": "500m", "memory": "1536Mi"}
     assert "include" not in config_lines(docs)
     assert one(docs, "StatefulSet")["spec"]["replicas"] == 1
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_debug_and_protected_configs_keep_redis_secure_defaults(scenario):
+    lines = config_lines(render(scenario))
+    assert (lines["enable-debug-command"], lines["enable-protected-configs"]) == ("no", "no")
+
+
+def test_debug_and_protected_configs_can_be_allowed_locally(tmp_path):
+    docs = render("defaults", "--set", "config.enable-debug-command=local",
+                  "--set", "config.enable-protected-configs=yes")
+    loaded = load_config(docs, tmp_path)
+    assert (loaded["enable-debug-command"], loaded["enable-protected-configs"]) == ("local", "yes")
 
 
 def test_shm():

@@ -69,7 +69,8 @@ def oracle():
 def mirror(oracle):
     """Our Config loaded with the options the oracle was started with."""
     argv = ["--port", str(oracle.port), "--unixsocket", oracle.unixsocket, "--save", "",
-            "--appendonly", "no", "--dir", str(oracle.dir), "--loglevel", "warning"]
+            "--appendonly", "no", "--dir", str(oracle.dir), "--loglevel", "warning",
+            "--enable-debug-command", "local"]
     for name, value in OUR_DEFAULTS.items():
         argv += [f"--{name}", value]
     return load(*argv)
