@@ -16,6 +16,7 @@ from ._store import OutOfMemory, TenantError
 from .audit import AFTER_COMMAND
 # Command modules import this one while the registry builds: read it at call time.
 from . import commands as registry
+from .commands import transactions     # (imports this module: used at call time)
 from .errors import CommandError
 from .metrics import LATENCY_BUCKETS
 
@@ -73,7 +74,7 @@ def dispatch(c, argv):
         if spec is not None and spec.name == "exec":
             # EXEC itself refused: Redis drops any transaction and says why.
             c.discard_multi()
-            c.watched.clear()
+            c.unwatch_all()
             error = "EXECABORT Transaction discarded because of: " + error.removeprefix("ERR ")
         elif c.multi is not None:
             c.multi_dirty = True
@@ -145,6 +146,8 @@ def call(c, spec, argv):
     else:
         if spec.name in AFTER_COMMAND:
             c.server.audit.after_command(c, spec, argv)
+        if c.server.absent_watchers:
+            transactions.check_absent_watched_keys(c.server)
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.
     counters = c.server.stats.command(spec.name)

@@ -14,7 +14,7 @@ from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_HASH
 from ..errors import CommandError
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
-from .scanning import parse_scan_args
+from .scanning import parse_cursor, parse_scan_args
 
 _U32 = struct.Struct("<I")
 HASH_NOT_INTEGER = "ERR hash value is not an integer"
@@ -71,7 +71,7 @@ def field_pairs(argv, start, command):
 def cmd_hset(c, argv):
     pairs = field_pairs(argv, 2, "hset")
     fields = read_hash(c, argv[1], for_write=True)
-    added = sum(1 for f, _ in pairs if f not in fields)
+    added = len({f for f, _ in pairs} - fields.keys())   # a field repeated in argv is added once
     fields.update(pairs)
     write_hash(c, argv[1], fields)
     c.reply.integer(added)
@@ -189,8 +189,11 @@ def cmd_hincrbyfloat(c, argv):
 
 
 def cmd_hscan(c, argv):
-    cursor, count, match, _ = parse_scan_args(argv, 2, allow_type=False)
+    # Redis's order: the cursor, then the key (a missing one is an empty scan whatever
+    # the options say), then the options.
+    parse_cursor(argv[2])
     fields = read_hash(c, argv[1])
+    match = parse_scan_args(argv, 2, allow_type=False)[2] if fields else None
     # A small hash is returned whole in one call, cursor 0, as Redis does for listpacks.
     items = [(f, v) for f, v in fields.items() if match is None or match(f)]
     c.reply.array(2)

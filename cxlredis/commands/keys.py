@@ -13,12 +13,12 @@ from ..tenants import own_keyspace
 from .args import INT64_MAX, parse_int, upper
 from .connection import reply_help
 from .hashes import decode as decode_hash
+from .scanning import parse_cursor
 from .strings import stored_int
 
 TYPE_NAMES = {TYPE_STRING: "string", TYPE_HASH: "hash"}
 SCAN_TYPES = {name.encode(): code for code, name in TYPE_NAMES.items()}
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-UINT64_MAX = (1 << 64) - 1
 
 
 def _db_index(arg, error=None):
@@ -173,22 +173,8 @@ def cmd_keys(c, argv):
     c.reply.bulk_array(c.store.keys(c.db, argv[1]))
 
 
-def _parse_cursor(arg):
-    """Redis's strtoul-based cursor: an optional sign then digits, negatives wrapping
-    modulo 2**64; the empty string is 0."""
-    raw = bytes(arg)
-    if not raw:
-        return 0
-    digits = raw[1:] if raw[:1] in (b"+", b"-") else raw
-    significant = digits.lstrip(b"0")
-    if not digits.isdigit() or len(significant) > 20 or int(significant or b"0") > UINT64_MAX:
-        raise CommandError(errors.INVALID_CURSOR)
-    value = int(significant or b"0")
-    return (-value) & UINT64_MAX if raw[:1] == b"-" else value
-
-
 def cmd_scan(c, argv):
-    cursor = _parse_cursor(argv[1])
+    cursor = parse_cursor(argv[1])
     count, match, type_name = 10, None, None
     i, n = 2, len(argv)
     while i < n:

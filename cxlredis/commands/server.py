@@ -64,7 +64,7 @@ CONFIG_HELP = (
     "REWRITE",
     "    Rewrite the configuration file.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 )
 
 
@@ -135,6 +135,8 @@ def cmd_command_getkeys(c, argv):
         spec = spec.subcommands.get(bytes(target[1]).decode("utf-8", "replace").lower())
     if spec is None:
         raise CommandError("ERR Invalid command specified")
+    if not spec.key_specs and not spec.first_key:      # Redis asks this before the arity
+        raise CommandError("ERR The command has no key arguments")
     if (spec.arity > 0 and len(target) != spec.arity) or len(target) < -spec.arity:
         raise CommandError("ERR Invalid number of arguments specified for command")
     keys = key_positions(spec, len(target))
@@ -174,7 +176,7 @@ COMMAND_HELP = (
     "GETKEYSANDFLAGS <full-command>",
     "    Return the keys and the access flags from a full Redis command.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 )
 
 

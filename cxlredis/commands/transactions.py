@@ -3,7 +3,11 @@
 WATCH records each key's arena generation (0 when absent); every change of an
 entry — write, delete, expiry, rename, flush — gives the key another
 generation, so EXEC aborts exactly when a watched key was touched, whichever
-client (or expiry) touched it.
+client (or expiry) touched it.  One change leaves no trace in generations: a key
+WATCHed while absent, created and deleted again (Redis flags the client at the
+write).  So a client watching an absent key is in the server's absent_watchers
+until the key appears (check_absent_watched_keys, after every command), which
+sets its watch_dirty.
 """
 from .. import dispatch, errors
 from ..slots import release_slots
@@ -36,22 +40,32 @@ def cmd_exec(c, argv):
     finally:
         c.multi = None
         c.multi_dirty = False
-        c.watched.clear()
+        c.unwatch_all()
         for argv_queued in queued:
             release_slots(argv_queued)
 
 
 def watched_keys_changed(c):
     store = c.store
-    return any(store.key_generation(db, key) != generation
-               for (db, key), generation in c.watched.items())
+    return c.watch_dirty or any(store.key_generation(db, key) != generation
+                                for (db, key), generation in c.watched.items())
+
+
+def check_absent_watched_keys(server):
+    """Dirty the watchers of absent keys that now exist (see the module docstring)."""
+    for cl in list(server.absent_watchers):
+        store = cl.store
+        if any(generation == 0 and store.key_generation(db, key)
+               for (db, key), generation in cl.watched.items()):
+            cl.watch_dirty = True
+            server.absent_watchers.discard(cl)
 
 
 def cmd_discard(c, argv):
     if c.multi is None:
         raise CommandError(errors.DISCARD_WITHOUT_MULTI)
     c.discard_multi()
-    c.watched.clear()
+    c.unwatch_all()
     c.reply.ok()
 
 
@@ -61,10 +75,12 @@ def cmd_watch(c, argv):
     for key in argv[1:]:
         key = bytes(key)
         if (c.db, key) not in c.watched:
-            c.watched[(c.db, key)] = c.store.key_generation(c.db, key)
+            c.watched[(c.db, key)] = generation = c.store.key_generation(c.db, key)
+            if not generation and not c.watch_dirty:
+                c.server.absent_watchers.add(c)
     c.reply.ok()
 
 
 def cmd_unwatch(c, argv):
-    c.watched.clear()
+    c.unwatch_all()
     c.reply.ok()
