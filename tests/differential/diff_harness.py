@@ -53,7 +53,8 @@ def _as_bytes(arg) -> bytes:
 
 
 def _show(arg: bytes, limit: int = 60) -> str:
-    text = arg.decode(errors="backslashreplace")
+    # Only the shown part is decoded: escaping a 64 MiB binary value byte by byte takes a minute.
+    text = arg[:limit + 1].decode(errors="backslashreplace")
     if any(c in text for c in " \r\n\"'") or text == "":
         text = repr(text)
     return text if len(text) <= limit else text[:limit] + f"...({len(arg)} bytes)"
@@ -429,7 +430,7 @@ def _transcript(lines: list[str], limit: int = 40) -> str:
 
 
 def _show_reply(replies: list[bytes], limit: int = 300) -> str:
-    text = " | ".join(repr(r) for r in replies) or "(nothing read)"
+    text = " | ".join(repr(r[:limit + 1]) for r in replies) or "(nothing read)"
     return text if len(text) <= limit else text[:limit] + "..."
 
 

@@ -28,8 +28,8 @@ The CI run is tests/fuzz/test_campaign.py.  A long run:
 from __future__ import annotations
 
 import argparse
-import os
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -44,8 +44,8 @@ from conftest import (ConnectionClosed, ReplyTimeout, ServerProcess, encode_comm
                       parse_reply, raw_connection)
 from acl_helpers import (ACL_LOG, GENPASS, acl_list_rules, cat_members, categories,  # noqa: E402
                          getuser_rules)
-from diff_harness import (CLOSED, Lockstep, Mismatch, _pairs, cmd, integer_type,  # noqa: E402
-                          normalised, sorted_elements)
+from diff_harness import (CLOSED, NO_REPLY, Lockstep, Mismatch, Step, _pairs, cmd,  # noqa: E402
+                          comparator_for, integer_type, normalised, sorted_elements)
 
 from cxlredis.commands.docs import DOCS, NO_DOCS  # noqa: E402
 from cxlredis.commands.table import SPECS  # noqa: E402
@@ -87,8 +87,9 @@ DOUBLES = ["0", "1", "-1", "1.5", "-0.25", "10", "1e308", "1e309", "-1e400", "1e
 # Expiry times: zero, negative and past (immediate deletion), far future or overflowing.
 # No small positive relative times: when an expired key is collected is active expiry's
 # timing, a known difference being fixed in another branch.
-TIMES = [0, -1, 1 << 31, 10 ** 5, 10 ** 8, 4102444800, 4102444800123, INT64_MAX, INT64_MIN,
-         INT64_MAX + 1, INT64_MAX // 1000, INT64_MAX // 1000 + 1, "abc", "", "1.5", "+100000"]
+# (10**7 is hours even as milliseconds: longer than a long run.)
+TIMES = [0, -1, 1 << 31, 10 ** 7, 10 ** 8, 4102444800, 4102444800123, INT64_MAX, INT64_MIN,
+         INT64_MAX + 1, INT64_MAX // 1000, INT64_MAX // 1000 + 1, "abc", "", "1.5", "+10000000"]
 SHORT_STRINGS = ["", "v", "0", "1", "-1", "42", "abc", "3.5", "1e3", "nan", "inf", "-inf",
                  "9223372036854775807", "-9223372036854775808", "9223372036854775808",
                  b"\x00", b"\xff\xfe\x00\x01", b"\r\n", b"a\r\nb", b" ", b"a b", b"\"'", "*", "?"]
@@ -99,6 +100,20 @@ DBS = [0, 1, 15, 16, -1, INT64_MAX, INT64_MIN, "x", "", "1.0"]
 # Sizes of generated values: mostly small, sometimes large, rarely 64 MiB (budgeted).
 VALUE_SIZES = [(1, 30), (100, 20), (4096, 10), (65536, 4), (MIB, 2), (8 * MIB, 0.3)]
 HUGE_SIZE = 64 * MIB
+RAW_FRAME_SHARE = 0.01
+
+# Frames sent as they are, now and then (the first reply is compared; after a protocol
+# error both servers close the connection, which the campaign follows). "+ PING" keeps a
+# frame that has no reply of its own from leaving the lockstep waiting.
+RAW_FRAMES = [
+    b"\r\n*1\r\n$4\r\nPING\r\n", b"   \r\nPING\r\n", b"*-1\r\n*1\r\n$4\r\nPING\r\n",
+    b"*0\r\nPING\r\n", b'ECHO "a b"\r\n', b"ECHO 'a\\nb'\r\n", b'ECHO "\\x41\\x00\\n"\r\n',
+    b'ECHO "unbalanced\r\n', b"ECHO 'x'y\r\n", b'SET "k" "v"x\r\n',
+    b"*2147483648\r\n", b"*1\r\n$536870913\r\n", b"*2\r\n$4\r\nECHO\r\nx\r\n",
+    b"*1\r\n$-1\r\n", b"*1\r\n$x\r\n", b"*x\r\n", b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$-5\r\n",
+    b"*1\r\n$4\r\nPINGxx\r\n",
+]
+INLINE_SAFE = re.compile(rb"[!#-&(-~]+\Z")     # printable, no space or quote: inline as is
 
 # Per-argument pools, by the argument's name in COMMAND DOCS (a command's own entry first).
 NAMED_POOLS = {
@@ -412,6 +427,15 @@ class Generator:
         argv = tuple(name + [w for g in groups for w in g])
         return argv, cxl_only
 
+    def raw_frame(self) -> tuple[bytes, tuple]:
+        """(bytes, argv): a malformed frame (argv empty), or a generated command written inline."""
+        if self.rng.random() < 0.5:
+            return self.rng.choice(RAW_FRAMES), ()
+        while True:
+            argv, cxl_only = self.command()
+            if not cxl_only and all(INLINE_SAFE.match(a) for a in argv) and len(argv) < 50:
+                return b" ".join(argv) + b"\r\n", argv
+
     def inner_command(self):
         # A command inside COMMAND GETKEYS or ACL DRYRUN: never nested further.
         outer = self.last_spec
@@ -506,19 +530,36 @@ def run_episode(oracle, cxl, seed: int, protocol: int, episode: int, length: int
         for setup in setup_commands():
             pair.step(cmd(*setup))
         for _ in range(length):
-            argv, cxl_only = gen.command()
-            if cxl_only:
-                lone = lone or raw_connection(cxl.port, timeout=5.0)
-                _run_alone(lone, argv)
-                stats.cxl_only += 1
+            if rng.random() < RAW_FRAME_SHARE and pair.tracker.queued.get(0) is None:
+                # (not inside MULTI: EXEC's comparison follows the commands queued as argv)
+                frame, argv = gen.raw_frame()
+                stats.count("(raw frame)")
+                compare = None
+                if argv:     # the inline command's own comparator, given its argv
+                    inline = comparator_for(argv, CAMPAIGN_COMPARATORS)
+                    compare = lambda _, a, b, argv=argv, inline=inline: inline(argv, a, b)  # noqa: E731
+                expected, _ = pair.step(Step(data=frame, compare=compare))
+                argv = argv or (frame,)
             else:
+                argv, cxl_only = gen.command()
+                stats.count(gen.last_spec)
+                if cxl_only:
+                    lone = lone or raw_connection(cxl.port, timeout=5.0)
+                    _run_alone(lone, argv)
+                    stats.cxl_only += 1
+                    watchdog.check(argv)
+                    continue
                 expected, _ = pair.step(cmd(*argv))
-                if expected == [CLOSED]:          # both closed it (as Redis does): go on afresh
-                    pair.close()
-                    pair = Lockstep(oracle, cxl, protocol, pair.name, CAMPAIGN_COMPARATORS)
                 if argv[0].upper() == b"RESET" and protocol == 3:
                     pair.step(cmd("HELLO", "3"))  # RESET goes back to RESP2 on both
-            stats.count(gen.last_spec)
+            if expected[0].startswith(b"-ERR Protocol error"):
+                pair.step(cmd("PING"))            # both must have closed: CLOSED on both sides
+                expected = [CLOSED]
+            if expected[0] in (CLOSED, NO_REPLY):   # (both, or the comparison failed)
+                pair.close()
+                pair = Lockstep(oracle, cxl, protocol, pair.name, CAMPAIGN_COMPARATORS)
+                if protocol == 3:
+                    pair.step(cmd("HELLO", "3"))
             watchdog.check(argv)
     except (Mismatch, WatchdogFailure) as exc:
         raise CampaignFailure(f"{exc}\ncommand: {argv!r}\n{replay_hint(seed, protocol, episode)}") \
