@@ -134,7 +134,10 @@ class _Commands:
         for spec in registry.all_specs():
             if spec.subcommands:
                 containers[spec.name] = frozenset(sub.name for sub in spec.subcommands.values())
-                continue
+                if spec.arity != -1:
+                    continue
+                # COMMAND also runs without a subcommand: a command of its own as well.
+                containers[spec.name] |= {spec.name}
             leaves.add(spec.name)
             for cat in spec.acl_categories:
                 by_category[cat].add(spec.name)

@@ -16,6 +16,11 @@ def flags_only(argv, a, b):
     return a[:1] == b[:1] and flags(a) == flags(b)
 
 
+def same_reply_type(argv, a, b):
+    # COMMAND lists the whole table (Redis has more commands); refusals compared exactly.
+    return a == b if b"-" in (a[:1], b[:1]) else a[:1] == b[:1]
+
+
 def help_tail(argv, a, b):
     # CLIENT HELP lists cxlredis's newer subcommands too; its HELP lines must be Redis's.
     return a.endswith(b"+HELP\r\n+    Prints this help.\r\n") and b.endswith(
@@ -104,6 +109,20 @@ SEQUENCES = {
         ("MULTI",),
         ("PING",),
         ("EXEC",),
+    ],
+    # COMMAND alone (a container that also runs without a subcommand) for a user with
+    # rules: +@all, +@connection and +command allow it as in Redis, -command denies it.
+    "COMMAND for a restricted user": [
+        ("ACL", "SETUSER", "u", "on", "nopass", "~*", "+@all", "-set"),
+        ("ACL", "SETUSER", "c", "on", "nopass", "-@all", "+@connection"),
+        ("ACL", "SETUSER", "n", "on", "nopass", "-@all", "+command"),
+        ("ACL", "SETUSER", "d", "on", "nopass", "+@all", "-command"),
+        ("ACL", "SETUSER", "s", "on", "nopass", "-@all", "+command|count"),
+        *[step for user in ("u", "c", "n", "d", "s") for step in (
+            ("AUTH", user, "x"), cmd("COMMAND", compare=same_reply_type), ("COMMAND", "COUNT"),
+            ("ACL", "DRYRUN", user, "COMMAND"))],
+        ("AUTH", "default", "x"),
+        ("ACL", "DELUSER", "u", "c", "n", "d", "s"),
     ],
 }
 
