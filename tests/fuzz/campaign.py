@@ -23,7 +23,9 @@ The CI run is tests/fuzz/test_campaign.py.  A long run:
 
     python tests/fuzz/campaign.py --minutes 60 --seed 7 --protocol 3
 
-(``--protocol both`` alternates; ``--episode N`` replays one episode of a seed.)
+(``--protocol both`` alternates.)  Episodes share the servers' ACL users and
+configuration, so a failure is replayed from the start: the failure prints the
+command line (``--through E`` runs episodes 0..E of the same seeds, whatever the time).
 """
 from __future__ import annotations
 
@@ -504,9 +506,11 @@ class CampaignFailure(AssertionError):
     pass
 
 
-def replay_hint(seed: int, protocol: int, episode: int) -> str:
-    return (f"replay: python tests/fuzz/campaign.py --seed {seed} --protocol {protocol} "
-            f"--episode {episode}")
+def replay_hint(seeds, protocols, episode: int, episode_length: int, huge_budget: int) -> str:
+    protocol = "both" if len(protocols) == 2 else protocols[0]
+    return ("replay: python tests/fuzz/campaign.py " + " ".join(f"--seed {s}" for s in seeds)
+            + f" --protocol {protocol} --episode-length {episode_length} --huge {huge_budget}"
+            f" --through {episode}")
 
 
 def run_episode(oracle, cxl, seed: int, protocol: int, episode: int, length: int,
@@ -561,8 +565,7 @@ def run_episode(oracle, cxl, seed: int, protocol: int, episode: int, length: int
                     pair.step(cmd("HELLO", "3"))
             watchdog.check(argv)
     except (Mismatch, WatchdogFailure) as exc:
-        raise CampaignFailure(f"{exc}\ncommand: {argv!r}\n{replay_hint(seed, protocol, episode)}") \
-            from None
+        raise CampaignFailure(f"{exc}\ncommand: {argv!r}") from None
     finally:
         pair.close()
         if lone:
@@ -584,24 +587,27 @@ def arena_options(arena_size: int) -> dict:
 
 
 def run_campaign(oracle, cxl, seeds, protocols, budget_s: float, episode_length: int = 200,
-                 huge_budget: int = 1, arena_size: int = 512 * MIB, episodes=None,
+                 huge_budget: int = 1, arena_size: int = 512 * MIB, through=None,
                  log=print) -> Stats:
-    """Episodes over ``seeds`` x ``protocols`` until ``budget_s`` runs out.
-
-    ``episodes`` (a list) replays exactly those episode numbers.  Raises
-    CampaignFailure at the first difference or watchdog failure."""
+    """Episodes over ``seeds`` x ``protocols`` until ``budget_s`` runs out (or, with
+    ``through``, episodes 0..through whatever the time).  Raises CampaignFailure at the
+    first difference or watchdog failure, with the command line that replays it."""
     stats = Stats()
     watchdog = Watchdog(cxl, rss_bytes(cxl.pid) + arena_size + 256 * MIB)
     deadline = time.monotonic() + budget_s
     try:
-        for episode in (episodes if episodes is not None else range(1 << 30)):
+        for episode in range(1 << 30 if through is None else through + 1):
             for seed in seeds:
                 for protocol in protocols:
-                    if time.monotonic() > deadline and episodes is None:
+                    if time.monotonic() > deadline and through is None:
                         return stats
-                    run_episode(oracle, cxl, seed, protocol, episode, episode_length,
-                                watchdog, stats, huge_budget if episode == 0 else 0)
-            if episodes is None and episode % 10 == 9:
+                    try:
+                        run_episode(oracle, cxl, seed, protocol, episode, episode_length,
+                                    watchdog, stats, huge_budget if episode == 0 else 0)
+                    except CampaignFailure as exc:
+                        hint = replay_hint(seeds, protocols, episode, episode_length, huge_budget)
+                        raise CampaignFailure(f"{exc}\n{hint}") from None
+            if episode % 10 == 9:
                 log(f"  episode {episode + 1}: {stats.commands} commands, "
                     f"peak RSS {watchdog.peak_rss / MIB:.0f} MiB")
     finally:
@@ -623,8 +629,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, action="append",
                         help="repeatable; default: a random one (printed)")
     parser.add_argument("--protocol", choices=["2", "3", "both"], default="both")
-    parser.add_argument("--episode", type=int, action="append",
-                        help="replay only these episodes (repeatable)")
+    parser.add_argument("--through", type=int,
+                        help="run episodes 0..THROUGH whatever the time (what a failure prints)")
     parser.add_argument("--episode-length", type=int, default=200)
     parser.add_argument("--huge", type=int, default=2,
                         help="64 MiB values allowed in each seed's first episode")
@@ -638,7 +644,7 @@ def main(argv=None) -> int:
           f"redis-server pid {oracle.pid}, cxlredis pid {cxl.pid}", flush=True)
     try:
         stats = run_campaign(oracle, cxl, seeds, protocols, args.minutes * 60,
-                             args.episode_length, args.huge, arena_size, args.episode,
+                             args.episode_length, args.huge, arena_size, args.through,
                              log=lambda text: print(text, flush=True))
     except CampaignFailure as exc:
         print(f"FAILED after {time.monotonic() - started:.0f}s:\n{exc}", flush=True)

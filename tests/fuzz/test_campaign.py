@@ -121,3 +121,19 @@ def test_watchdog_and_comparison_catch_a_broken_server(cxl_factory):
             pair.step(Step(args=(b"GET", b"k")))
     finally:
         pair.close()
+
+
+def test_a_difference_fails_with_the_command_and_the_replay_line():
+    """Two redis-servers that differ in one setting (databases): the campaign stops at the
+    first command that shows it, naming the command and the line that replays the run."""
+    oracle, other = ServerProcess("redis").start(), ServerProcess("redis", {"databases": 2}).start()
+    try:
+        with pytest.raises(campaign.CampaignFailure) as failure:
+            campaign.run_campaign(oracle, other, [1], [2], 120, arena_size=0, through=50)
+    finally:
+        oracle.close()
+        other.close()
+    text = str(failure.value)
+    assert "\ncommand: (b'" in text
+    assert ("replay: python tests/fuzz/campaign.py --seed 1 --protocol 2 --episode-length 200 "
+            "--huge 1 --through ") in text
