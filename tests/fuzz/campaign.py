@@ -12,8 +12,9 @@ over raw RESP (tests/differential/diff_harness.py's Lockstep), in RESP2 or
 RESP3, and the replies are compared byte for byte (except where a comparator
 in diff_harness.COMPARATORS or CAMPAIGN_COMPARATORS below says why two correct
 servers may differ).  After every command a watchdog checks that a second
-connection's PING answers within 1 s and that cxlredis's RSS stays under
-a bound; a failure names the seed, the episode and the command (repr of argv).
+connection's PING answers within 1 s (``--ping-timeout``; the CI run allows 3 s
+on a shared machine) and that cxlredis's RSS stays under a bound; a failure names
+the command (repr of argv) and the command line that replays it.
 
 Commands only cxlredis has (TENANT, CXL, the CLIENT subcommands newer than
 Redis 7.0) are sent to cxlredis alone, on keys the differential part never
@@ -103,6 +104,7 @@ DBS = [0, 1, 15, 16, -1, INT64_MAX, INT64_MIN, "x", "", "1.0"]
 VALUE_SIZES = [(1, 30), (100, 20), (4096, 10), (65536, 4), (MIB, 2), (8 * MIB, 0.3)]
 HUGE_SIZE = 64 * MIB
 RAW_FRAME_SHARE = 0.01
+LATE_PONG_GRACE_S = 10.0
 ABSOLUTE_EXPIRY = {b"EXAT", b"PXAT"}
 
 # Frames sent as they are, now and then (the first reply is compared; after a protocol
@@ -468,12 +470,15 @@ class Watchdog:
     def check(self, argv: tuple) -> None:
         if not self.server.running:
             raise WatchdogFailure(f"cxlredis exited after {argv!r}:\n{self.server.log[-3000:]}")
+        started = time.monotonic()
         try:
             self.conn.send(b"PING\r\n")
             reply = self.conn.read_reply(self.ping_timeout)
-        except (ReplyTimeout, ConnectionClosed, OSError) as exc:
-            raise WatchdogFailure(f"PING on another connection did not answer within "
-                                  f"{self.ping_timeout}s after {argv!r}: {exc}") from None
+        except ReplyTimeout:
+            raise WatchdogFailure(self._late(argv, started)) from None
+        except (ConnectionClosed, OSError) as exc:
+            raise WatchdogFailure(f"the watchdog's connection failed after {argv!r}: {exc}") \
+                from None
         if reply != b"+PONG\r\n":
             raise WatchdogFailure(f"PING answered {reply!r} after {argv!r}")
         rss = rss_bytes(self.server.pid)
@@ -482,8 +487,33 @@ class Watchdog:
             raise WatchdogFailure(f"RSS {rss / MIB:.0f} MiB passed the bound "
                                   f"{self.rss_limit / MIB:.0f} MiB after {argv!r}")
 
+    def _late(self, argv, started) -> str:
+        # Was the server stuck, or the whole machine? How late the PONG came, and the
+        # kernel's stall figures (other processes on a loaded machine can stall us all).
+        try:
+            self.conn.read_reply(LATE_PONG_GRACE_S)
+            late = f"PONG after {time.monotonic() - started:.1f}s"
+        except (ReplyTimeout, ConnectionClosed, OSError):
+            late = f"no PONG after {time.monotonic() - started:.1f}s"
+        return (f"PING on another connection did not answer within {self.ping_timeout}s after "
+                f"{argv!r} ({late}; {pressure()})")
+
     def close(self):
         self.conn.close()
+
+
+def pressure() -> str:
+    """The kernel's pressure-stall averages (10 s) for CPU and memory, if it has them."""
+    figures = []
+    for resource in ("cpu", "memory"):
+        try:
+            with open(f"/proc/pressure/{resource}") as f:
+                for line in f:
+                    kind, avg10 = line.split()[:2]
+                    figures.append(f"{resource} {kind} {avg10}")
+        except OSError:
+            pass
+    return "stalls: " + ", ".join(figures) if figures else "no pressure-stall figures"
 
 
 # ------------------------------------------------------------ running
@@ -588,12 +618,12 @@ def arena_options(arena_size: int) -> dict:
 
 def run_campaign(oracle, cxl, seeds, protocols, budget_s: float, episode_length: int = 200,
                  huge_budget: int = 1, arena_size: int = 512 * MIB, through=None,
-                 log=print) -> Stats:
+                 ping_timeout: float = 1.0, log=print) -> Stats:
     """Episodes over ``seeds`` x ``protocols`` until ``budget_s`` runs out (or, with
     ``through``, episodes 0..through whatever the time).  Raises CampaignFailure at the
     first difference or watchdog failure, with the command line that replays it."""
     stats = Stats()
-    watchdog = Watchdog(cxl, rss_bytes(cxl.pid) + arena_size + 256 * MIB)
+    watchdog = Watchdog(cxl, rss_bytes(cxl.pid) + arena_size + 256 * MIB, ping_timeout)
     deadline = time.monotonic() + budget_s
     try:
         for episode in range(1 << 30 if through is None else through + 1):
@@ -632,6 +662,9 @@ def main(argv=None) -> int:
     parser.add_argument("--through", type=int,
                         help="run episodes 0..THROUGH whatever the time (what a failure prints)")
     parser.add_argument("--episode-length", type=int, default=200)
+    parser.add_argument("--ping-timeout", type=float, default=1.0,
+                        help="seconds the watchdog's PING may take (a failure says how late it "
+                             "came and how stalled the machine was)")
     parser.add_argument("--huge", type=int, default=2,
                         help="64 MiB values allowed in each seed's first episode")
     args = parser.parse_args(argv)
@@ -645,7 +678,7 @@ def main(argv=None) -> int:
     try:
         stats = run_campaign(oracle, cxl, seeds, protocols, args.minutes * 60,
                              args.episode_length, args.huge, arena_size, args.through,
-                             log=lambda text: print(text, flush=True))
+                             args.ping_timeout, log=lambda text: print(text, flush=True))
     except CampaignFailure as exc:
         print(f"FAILED after {time.monotonic() - started:.0f}s:\n{exc}", flush=True)
         return 1
