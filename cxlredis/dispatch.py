@@ -19,6 +19,7 @@ from . import commands as registry
 from .commands import transactions     # (imports this module: used at call time)
 from .errors import CommandError
 from .metrics import LATENCY_BUCKETS
+from .slots import release_slots
 
 log = logging.getLogger("cxlredis")
 
@@ -81,7 +82,11 @@ def dispatch(c, argv):
         reject(c, spec, error)
         return
     if c.multi is not None and spec.name not in _NOT_QUEUED:
-        c.multi.append(argv)
+        # Redis's queueMultiCommand keeps nothing of a transaction that cannot run any more.
+        if c.multi_dirty or (c.watched and transactions.watched_keys_changed(c)):
+            release_slots(argv)
+        else:
+            c.multi.append(argv)
         c.reply.simple("QUEUED")
         return
     call(c, spec, argv)

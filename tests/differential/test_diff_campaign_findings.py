@@ -16,6 +16,14 @@ def flags_only(argv, a, b):
     return a[:1] == b[:1] and flags(a) == flags(b)
 
 
+def multi_count_of_tx(argv, a, b):
+    # CLIENT LIST's multi= field of the connection named "tx".
+    def count(reply):
+        lines = [line for line in reply.split(b"\n") if b" name=tx " in line]
+        return [f for line in lines for f in line.split(b" ") if f.startswith(b"multi=")]
+    return count(a) == count(b) != []
+
+
 def same_reply_type(argv, a, b):
     # COMMAND lists the whole table (Redis has more commands); refusals compared exactly.
     return a == b if b"-" in (a[:1], b[:1]) else a[:1] == b[:1]
@@ -123,6 +131,26 @@ SEQUENCES = {
             ("ACL", "DRYRUN", user, "COMMAND"))],
         ("AUTH", "default", "x"),
         ("ACL", "DELUSER", "u", "c", "n", "d", "s"),
+    ],
+    # Redis stops storing the commands of a transaction that can no longer run (an error
+    # while queueing, a watched key touched): still +QUEUED, but multi= stays put.
+    "MULTI queue after an error or a touched watched key": [
+        ("CLIENT", "SETNAME", "tx"),
+        ("MULTI",),
+        ("SET", "a", "1"),
+        ("NOSUCHCOMMAND",),
+        ("SET", "b", "2"),
+        ("SET", "c", "3"),
+        cmd("CLIENT", "LIST", conn=1, compare=multi_count_of_tx),
+        ("EXEC",),
+        ("WATCH", "k"),
+        cmd("SET", "k", "1", conn=1),
+        ("MULTI",),
+        ("SET", "a", "1"),
+        ("SET", "b", "2"),
+        cmd("CLIENT", "LIST", conn=1, compare=multi_count_of_tx),
+        ("EXEC",),
+        ("MGET", "a", "b", "c"),
     ],
 }
 
