@@ -51,6 +51,14 @@ def watched_keys_changed(c):
                                 for (db, key), generation in c.watched.items())
 
 
+def touch_absent_watched_key(c, key):
+    """A write that left no live entry (SET ... PXAT <past>) still touched key, as in Redis."""
+    for cl in list(c.server.absent_watchers):
+        if cl.store is c.store and cl.watched.get((c.db, bytes(key)), None) == 0:
+            cl.watch_dirty = True
+            c.server.absent_watchers.discard(cl)
+
+
 def check_absent_watched_keys(server):
     """Dirty the watchers of absent keys that now exist (see the module docstring)."""
     for cl in list(server.absent_watchers):

@@ -106,6 +106,12 @@ SEQUENCES = {
         ("PING",),
         ("EXEC",),
         ("WATCH", "k"),
+        cmd("SET", "k", "1", "PXAT", "1", conn=1),   # stored already expired: k was written
+        cmd("CLIENT", "INFO", compare=flags_only),
+        ("MULTI",),
+        ("PING",),
+        ("EXEC",),
+        ("WATCH", "k"),
         cmd("DEL", "k", conn=1),            # nothing happened to k: EXEC runs
         ("MULTI",),
         ("PING",),
