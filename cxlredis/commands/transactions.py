@@ -32,6 +32,7 @@ def cmd_exec(c, argv):
         if watched_keys_changed(c):
             c.reply.null_array()
             return
+        c.unwatch_all()     # before the queue runs, as Redis: its own writes dirty nothing
         # c.multi stays set while the queue runs: CLIENT INFO inside EXEC shows flags=x, as in Redis.
         c.reply.array(len(queued))
         for argv_queued in queued:

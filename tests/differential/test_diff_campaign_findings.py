@@ -138,6 +138,17 @@ SEQUENCES = {
         ("AUTH", "default", "x"),
         ("ACL", "DELUSER", "u", "c", "n", "d", "s"),
     ],
+    # EXEC unwatches before it runs the queue: the transaction's own writes to its
+    # watched keys do not show it as dirty (CLIENT INFO flags inside EXEC).
+    "CLIENT INFO inside EXEC after writing a watched key": [
+        ("SET", "k", "0"),
+        ("WATCH", "k", "absent"),
+        ("MULTI",),
+        ("SET", "k", "1"),
+        ("SET", "absent", "1"),
+        ("CLIENT", "INFO"),
+        ("EXEC",),
+    ],
     # Redis stops storing the commands of a transaction that can no longer run (an error
     # while queueing, a watched key touched): still +QUEUED, but multi= stays put.
     "MULTI queue after an error or a touched watched key": [
