@@ -133,8 +133,11 @@ class _Commands:
         leaves, by_category = set(), {cat: set() for cat in ACL_CATEGORIES}
         for spec in SPECS:
             if spec.name in containers:
-                continue
-            if spec.container:
+                if spec.arity != -1:
+                    continue
+                # COMMAND also runs without a subcommand: a command of its own as well.
+                containers[spec.name].add(spec.name)
+            elif spec.container:
                 containers[spec.container].add(spec.name)
             leaves.add(spec.name)
             for cat in spec.acl_categories:

@@ -16,6 +16,7 @@ from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser, 
 from ._fastpath import serve as serve_fast
 from ._store import Keyspace, OutOfMemory
 from .commands import COMMANDS, find
+from .sessions import check_absent_watched_keys
 from .slots import SlotArg, release_slots
 
 log = logging.getLogger("cxlredis")
@@ -53,6 +54,7 @@ class Client(asyncio.BufferedProtocol):
         self.multi = None            # queued argv lists while in MULTI
         self.multi_dirty = False     # an error while queueing: EXEC answers EXECABORT
         self.watched = {}            # (db, key) → generation when WATCHed
+        self.watch_dirty = False     # a key WATCHed while absent was created since
         self.reply_mode = "on"       # CLIENT REPLY on|off|skip
         self.no_evict = False
         self.last_command = "NULL"
@@ -88,6 +90,7 @@ class Client(asyncio.BufferedProtocol):
         self.server.leases.disown(self)     # its CXL leases run to their expiry
         self.inflight_pins.extend(self.reply.discard())  # replies that will never be sent
         self._unpin_all()
+        self.server.absent_watchers.discard(self)
         self.server.client_disconnected(self)
 
     def release_reservations(self):
@@ -190,6 +193,8 @@ class Client(asyncio.BufferedProtocol):
         ran = serve_fast(self.parser, self.reply, store, store.arena, self.db, fast,
                          server.monitoring.watch_from_us, output_budget)
         if ran:
+            if server.absent_watchers:
+                check_absent_watched_keys(server)
             server.stats.total_commands_processed += ran
             fast.fold(server.stats.command("get"), server.stats.command("set"))
             self.last_command = _FAST_COMMANDS[fast.last].name
@@ -283,6 +288,11 @@ class Client(asyncio.BufferedProtocol):
     def set_protocol(self, protover):
         self.protocol = protover
         self.reply.protocol = protover
+
+    def unwatch_all(self):
+        self.watched.clear()
+        self.watch_dirty = False
+        self.server.absent_watchers.discard(self)
 
     def discard_multi(self):
         if self.multi is not None:

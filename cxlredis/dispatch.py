@@ -15,8 +15,10 @@ import time
 from . import acl, errors, protected
 from ._store import OutOfMemory, TenantError
 from .commands import lookup
+from .sessions import check_absent_watched_keys, watched_keys_changed
 from .errors import CommandError
 from .metrics import LATENCY_BUCKETS
+from .slots import release_slots
 
 log = logging.getLogger("cxlredis")
 
@@ -43,14 +45,18 @@ def dispatch(c, argv):
         if spec is not None and spec.name == "exec":
             # EXEC itself refused: Redis drops any transaction and says why.
             c.discard_multi()
-            c.watched.clear()
+            c.unwatch_all()
             error = "EXECABORT Transaction discarded because of: " + error.removeprefix("ERR ")
         elif c.multi is not None:
             c.multi_dirty = True
         reject(c, spec, error)
         return
     if c.multi is not None and spec.queued_in_multi:
-        c.multi.append(argv)
+        # Redis's queueMultiCommand keeps nothing of a transaction that cannot run any more.
+        if c.multi_dirty or (c.watched and watched_keys_changed(c)):
+            release_slots(argv)
+        else:
+            c.multi.append(argv)
         c.reply.simple("QUEUED")
         return
     call(c, spec, argv)
@@ -116,6 +122,8 @@ def call(c, spec, argv):
     else:
         if spec.audit_event:
             c.server.audit.after_command(c, spec, argv)
+        if c.server.absent_watchers:
+            check_absent_watched_keys(c.server)
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.
     counters = c.server.stats.command(spec.name)

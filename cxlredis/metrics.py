@@ -13,9 +13,12 @@ import time
 from . import __version__
 from .config import format_double
 
-DEFAULT_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-                    "modules", "errorstats", "cluster", "keyspace", "arena")
-ALL_SECTIONS = DEFAULT_SECTIONS + ("commandstats", "latencystats", "tenants")
+# Redis 7.0's order (INFO lists sections in it whatever order they were asked in), ours last.
+ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+                "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace",
+                "arena", "tenants")
+DEFAULT_SECTIONS = tuple(n for n in ALL_SECTIONS
+                         if n not in ("commandstats", "latencystats", "tenants"))
 # Per-command latency buckets (Stats.commands): bucket i counts calls under 2**i µs; the last
 # takes every call of 2**34 µs (4.8 hours) or more.
 LATENCY_BUCKETS = 36

@@ -81,6 +81,7 @@ class Server:
         self.fast_counters = FastCounters()     # the C fast path's, folded into stats per batch
         self.exporter = Exporter(self)          # Prometheus (metrics-port)
         self.clients = {}
+        self.absent_watchers = set()            # clients WATCHing a key that did not exist
         self.next_client_id = 1
         self.listeners = []
         self.unix_listener = None

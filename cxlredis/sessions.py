@@ -6,10 +6,28 @@ from .monitoring import is_unix_client
 
 
 def watched_keys_changed(c):
-    """Whether a WATCHed key has another generation than when it was watched."""
+    """Whether a WATCHed key changed since it was watched (or a write touched an absent one)."""
     store = c.store
-    return any(store.key_generation(db, key) != generation
-               for (db, key), generation in c.watched.items())
+    return c.watch_dirty or any(store.key_generation(db, key) != generation
+                                for (db, key), generation in c.watched.items())
+
+
+def touch_absent_watched_key(c, key):
+    """A write that left no live entry (SET ... PXAT <past>) still touched key, as in Redis."""
+    for cl in list(c.server.absent_watchers):
+        if cl.store is c.store and cl.watched.get((c.db, bytes(key)), None) == 0:
+            cl.watch_dirty = True
+            c.server.absent_watchers.discard(cl)
+
+
+def check_absent_watched_keys(server):
+    """Dirty the watchers of absent keys that now exist (see the module docstring)."""
+    for cl in list(server.absent_watchers):
+        store = cl.store
+        if any(generation == 0 and store.key_generation(db, key)
+               for (db, key), generation in cl.watched.items()):
+            cl.watch_dirty = True
+            server.absent_watchers.discard(cl)
 
 
 def client_flags(cl):

@@ -81,12 +81,12 @@ def cmd_quit(c, argv):
 
 def cmd_reset(c, argv):
     c.discard_multi()
-    c.watched.clear()
+    c.unwatch_all()
     c.db = 0
     c.set_protocol(2)
     c.reply_mode = "on"
     c.name = b""
-    c.no_evict = False
+    # CLIENT NO-EVICT survives RESET in Redis 7.0 (7.2 started turning it off).
     c.server.monitoring.monitors.discard(c)
     c.server.acl.attach(c)
     c.reply.simple("RESET")
@@ -324,7 +324,7 @@ CLIENT_HELP = (
     "    * LIB-NAME: the client lib name.",
     "    * LIB-VER: the client lib version.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 )
 
 

@@ -89,7 +89,7 @@ def field_pairs(argv, start, command):
 def cmd_hset(c, argv):
     pairs = field_pairs(argv, 2, "hset")
     fields = read_hash(c, argv[1], for_write=True)
-    added = sum(1 for f, _ in pairs if f not in fields)
+    added = len({f for f, _ in pairs} - fields.keys())   # a field repeated in argv is added once
     fields.update(pairs)
     write_hash(c, argv[1], fields)
     c.reply.integer(added)

@@ -65,7 +65,7 @@ CONFIG_HELP = (
     "REWRITE",
     "    Rewrite the configuration file.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 )
 
 
@@ -134,6 +134,8 @@ def cmd_command_getkeys(c, argv):
     spec = registry.find(target)
     if spec is None:
         raise CommandError("ERR Invalid command specified")
+    if not spec.key_specs:          # Redis asks this before the arity
+        raise CommandError("ERR The command has no key arguments")
     if not registry.arity_fits(spec, len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
     keys = key_positions(spec, target)
@@ -165,7 +167,7 @@ COMMAND_HELP = (
     "GETKEYSANDFLAGS <full-command>",
     "    Return the keys and the access flags from a full Redis command.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 )
 
 

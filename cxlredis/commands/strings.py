@@ -14,6 +14,7 @@ from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_STRING, now_ms
 from ..errors import CommandError
 from .args import INT64_MAX, INT64_MIN, is_int64, parse_int, upper
+from ..sessions import touch_absent_watched_key
 
 def check_string(store, off):
     if store.entry_type(off) != TYPE_STRING:
@@ -114,6 +115,8 @@ def cmd_set(c, argv):
             c.reply.null()
         return
     c.store_value(key, argv[2], expire_at, "KEEPTTL" in flags)
+    if c.server.absent_watchers and 0 <= expire_at <= now_ms():
+        touch_absent_watched_key(c, key)
     if not with_get:
         c.reply.ok()
 

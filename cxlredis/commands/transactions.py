@@ -3,7 +3,11 @@
 WATCH records each key's arena generation (0 when absent); every change of an
 entry — write, delete, expiry, rename, flush — gives the key another
 generation, so EXEC aborts exactly when a watched key was touched, whichever
-client (or expiry) touched it.
+client (or expiry) touched it.  One change leaves no trace in generations: a key
+WATCHed while absent, created and deleted again (Redis flags the client at the
+write).  So a client watching an absent key is in the server's absent_watchers
+until the key appears (check_absent_watched_keys, after every command), which
+sets its watch_dirty.
 """
 from .. import errors
 from ..sessions import watched_keys_changed
@@ -29,6 +33,7 @@ def cmd_exec(c, argv):
         if watched_keys_changed(c):
             c.reply.null_array()
             return
+        c.unwatch_all()     # before the queue runs, as Redis: its own writes dirty nothing
         # c.multi stays set while the queue runs: CLIENT INFO inside EXEC shows flags=x, as in Redis.
         c.reply.array(len(queued))
         for argv_queued in queued:
@@ -36,7 +41,7 @@ def cmd_exec(c, argv):
     finally:
         c.multi = None
         c.multi_dirty = False
-        c.watched.clear()
+        c.unwatch_all()
         for argv_queued in queued:
             release_slots(argv_queued)
 
@@ -45,7 +50,7 @@ def cmd_discard(c, argv):
     if c.multi is None:
         raise CommandError(errors.DISCARD_WITHOUT_MULTI)
     c.discard_multi()
-    c.watched.clear()
+    c.unwatch_all()
     c.reply.ok()
 
 
@@ -55,10 +60,12 @@ def cmd_watch(c, argv):
     for key in argv[1:]:
         key = bytes(key)
         if (c.db, key) not in c.watched:
-            c.watched[(c.db, key)] = c.store.key_generation(c.db, key)
+            c.watched[(c.db, key)] = generation = c.store.key_generation(c.db, key)
+            if not generation and not c.watch_dirty:
+                c.server.absent_watchers.add(c)
     c.reply.ok()
 
 
 def cmd_unwatch(c, argv):
-    c.watched.clear()
+    c.unwatch_all()
     c.reply.ok()

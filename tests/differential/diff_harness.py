@@ -53,7 +53,8 @@ def _as_bytes(arg) -> bytes:
 
 
 def _show(arg: bytes, limit: int = 60) -> str:
-    text = arg.decode(errors="backslashreplace")
+    # Only the shown part is decoded: escaping a 64 MiB binary value byte by byte takes a minute.
+    text = arg[:limit + 1].decode(errors="backslashreplace")
     if any(c in text for c in " \r\n\"'") or text == "":
         text = repr(text)
     return text if len(text) <= limit else text[:limit] + f"...({len(arg)} bytes)"
@@ -169,6 +170,8 @@ def _info_text(reply: bytes) -> str:
 
 
 INFO_KEYSPACE_VARYING = ("avg_ttl",)
+# cxlredis's own sections (in its default and "all" lists; Redis has no such sections).
+INFO_OURS = {"Arena", "Tenants"}
 
 
 def info_shape(argv, reply):
@@ -180,7 +183,10 @@ def info_shape(argv, reply):
     for line in lines:
         if line.startswith("# "):
             section = line[2:]
-            shape.append(line)
+            if section not in INFO_OURS:
+                shape.append(line)
+            continue
+        if section in INFO_OURS:
             continue
         name, sep, value = line.partition(":")
         if not sep:
@@ -293,9 +299,14 @@ COMPARATORS: dict[str, Comparator] = {
 }
 
 
-def comparator_for(argv: tuple) -> Comparator:
+def comparator_for(argv: tuple, overrides: dict[str, Comparator] | None = None) -> Comparator:
+    """The comparator for ``argv``: ``overrides`` (same keys as COMPARATORS) first."""
     name, name_and_sub = _command_key(argv)
-    return COMPARATORS.get(name_and_sub) or COMPARATORS.get(name) or exact
+    for table in (overrides or {}, COMPARATORS):
+        found = table.get(name_and_sub) or table.get(name)
+        if found:
+            return found
+    return exact
 
 
 def split_aggregate(reply: bytes) -> list[bytes]:
@@ -310,7 +321,7 @@ def split_aggregate(reply: bytes) -> list[bytes]:
     return elements
 
 
-def exec_comparator(queued: list[tuple]) -> Comparator:
+def exec_comparator(queued: list[tuple], overrides: dict[str, Comparator] | None = None) -> Comparator:
     """EXEC's array compared element by element with each queued command's comparator."""
     def compare(argv, a, b):
         if not (a.startswith(b"*") and b.startswith(b"*")) or a.startswith(b"*-1"):
@@ -318,7 +329,7 @@ def exec_comparator(queued: list[tuple]) -> Comparator:
         left, right = split_aggregate(a), split_aggregate(b)
         if len(left) != len(right) or len(left) != len(queued):
             return a == b
-        return all(comparator_for(q)(q, x, y) for q, x, y in zip(queued, left, right))
+        return all(comparator_for(q, overrides)(q, x, y) for q, x, y in zip(queued, left, right))
     return compare
 
 
@@ -376,13 +387,14 @@ class _Side:
 class _MultiTracker:
     """Follows MULTI/EXEC on each connection so EXEC replies use the queued commands' comparators."""
 
-    def __init__(self):
+    def __init__(self, overrides: dict[str, Comparator] | None = None):
         self.queued: dict[int, list[tuple] | None] = {}
+        self.overrides = overrides
 
     def comparator(self, step: Step) -> Comparator | None:
         name, _ = _command_key(step.args)
         if name == "EXEC" and self.queued.get(step.conn) is not None:
-            return exec_comparator(self.queued[step.conn])
+            return exec_comparator(self.queued[step.conn], self.overrides)
         return None
 
     def observe(self, step: Step, oracle_replies: list[bytes]) -> None:
@@ -418,8 +430,54 @@ def _transcript(lines: list[str], limit: int = 40) -> str:
 
 
 def _show_reply(replies: list[bytes], limit: int = 300) -> str:
-    text = " | ".join(repr(r) for r in replies) or "(nothing read)"
+    text = " | ".join(repr(r[:limit + 1]) for r in replies) or "(nothing read)"
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+class Lockstep:
+    """A pair of connection sets, one per server, that stay open between steps.
+
+    ``step(step)`` sends one step to both servers and raises Mismatch (with the
+    transcript of the steps before it) if the replies differ; ``overrides``
+    replaces COMPARATORS entries for this pair only.  The handshake (``HELLO 3``
+    when protocol is 3) is the caller's: ``run_sequence`` adds it.
+    """
+
+    def __init__(self, oracle, cxl, protocol: int = 2, name: str = "",
+                 overrides: dict[str, Comparator] | None = None):
+        if protocol not in (2, 3):
+            raise ValueError("protocol is 2 or 3")
+        self.protocol, self.name, self.overrides = protocol, name, overrides
+        self.left, self.right = _Side("redis-server", oracle.port), _Side("cxlredis", cxl.port)
+        self.tracker = _MultiTracker(overrides)
+        self.transcript, self.lines = [], []
+
+    def step(self, step: Step) -> tuple[list[bytes], list[bytes]]:
+        index = len(self.lines)
+        if step.sleep:
+            time.sleep(step.sleep)
+            self.lines.append(f"  {index:3d} {step.describe()}")
+            return [], []
+        expected, actual = self.left.exchange(step), self.right.exchange(step)
+        compare = step.compare or self.tracker.comparator(step) or (
+            comparator_for(step.args, self.overrides) if step.args else exact)
+        same = len(expected) == len(actual) and all(
+            compare(step.args, x, y) for x, y in zip(expected, actual))
+        self.transcript.append((step, expected, actual))
+        if not same:
+            label = f"sequence {self.name!r} " if self.name else ""
+            raise Mismatch(
+                f"{label}(RESP{self.protocol}) differs at step {index}: {step.describe()}\n"
+                f"  redis-server: {_show_reply(expected)}\n"
+                f"  cxlredis:     {_show_reply(actual)}\n"
+                f"steps before it (with redis-server's replies):\n{_transcript(self.lines)}")
+        self.tracker.observe(step, expected)
+        self.lines.append(f"  {index:3d} {step.describe()} -> {_show_reply(expected, 120)}")
+        return expected, actual
+
+    def close(self) -> None:
+        self.left.close()
+        self.right.close()
 
 
 def run_sequence(oracle, cxl, steps: Iterable, protocol: int = 2, name: str = "") -> list:
@@ -428,36 +486,13 @@ def run_sequence(oracle, cxl, steps: Iterable, protocol: int = 2, name: str = ""
     ``oracle`` and ``cxl`` are ServerProcess objects (anything with ``.port``).
     Returns the transcript: (step, oracle replies, cxl replies) per step.
     """
-    if protocol not in (2, 3):
-        raise ValueError("protocol is 2 or 3")
-    left, right = _Side("redis-server", oracle.port), _Side("cxlredis", cxl.port)
-    tracker = _MultiTracker()
-    transcript, lines = [], []
+    pair = Lockstep(oracle, cxl, protocol, name)
     try:
-        for index, step in enumerate(_with_handshakes(steps, protocol)):
-            if step.sleep:
-                time.sleep(step.sleep)
-                lines.append(f"  {index:3d} {step.describe()}")
-                continue
-            expected, actual = left.exchange(step), right.exchange(step)
-            compare = step.compare or tracker.comparator(step) or (
-                comparator_for(step.args) if step.args else exact)
-            same = len(expected) == len(actual) and all(
-                compare(step.args, x, y) for x, y in zip(expected, actual))
-            transcript.append((step, expected, actual))
-            if not same:
-                label = f"sequence {name!r} " if name else ""
-                raise Mismatch(
-                    f"{label}(RESP{protocol}) differs at step {index}: {step.describe()}\n"
-                    f"  redis-server: {_show_reply(expected)}\n"
-                    f"  cxlredis:     {_show_reply(actual)}\n"
-                    f"steps before it (with redis-server's replies):\n{_transcript(lines)}")
-            tracker.observe(step, expected)
-            lines.append(f"  {index:3d} {step.describe()} -> {_show_reply(expected, 120)}")
+        for step in _with_handshakes(steps, protocol):
+            pair.step(step)
     finally:
-        left.close()
-        right.close()
-    return transcript
+        pair.close()
+    return pair.transcript
 
 
 def flushall(*servers) -> None:
