@@ -146,7 +146,7 @@ def build() -> Path:
     subprocess.run(["gcc", "-O2", "-fPIC", "-c", str(shim), "-o", str(shim_object)],
                    check=True, capture_output=True, text=True)
     partial = out / "module.tmp.so"
-    subprocess.run(["gcc", "-O1", "-g", "-fPIC", "-shared", f"-I{include}",
+    subprocess.run(["gcc", "-O1", "-g", "-fPIC", "-shared", f"-I{include}", f"-I{REPO_ROOT / 'ext'}",
                     "-fsanitize-coverage=trace-pc,trace-cmp", str(c_source), str(shim_object),
                     "-o", str(partial)],
                    check=True, capture_output=True, text=True)
