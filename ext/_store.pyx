@@ -216,6 +216,8 @@ cdef extern from *:
         int backing_fd;                   /* the arena file, whose pages cx_back_range allocates */
         uint64_t grain;                   /* its page size; 0 = nothing to allocate (a device) */
         int *backing_errno;               /* set when the backing could not take a block */
+        int beyond_limits;                /* RENAME/MOVE by copy: the value only changes blocks (the
+                                             source is freed next), so any free block may take it */
     } cx_cfg;
 
     _Static_assert(sizeof(cx_entry) == CX_HDR, "entry header size");
@@ -937,6 +939,8 @@ cdef extern from *:
         uint64_t limit = cfg->maxmemory && cfg->maxmemory < sb->heap_size ? cfg->maxmemory : sb->heap_size;
         uint64_t quota = t ? t->quota : 0, evictable = 0, off, v, m;
         int own = 0, err = 0;
+        if (cfg->beyond_limits && (off = cx_heap_alloc(base, need, cfg, &err))) return off;
+        if (err) { *cfg->backing_errno = err; return 0; }
         if (need > limit || (quota && need > quota)) return 0;
         if ((!quota || t->used_bytes + need <= quota) && sb->heap_used + need <= limit
             && (off = cx_heap_alloc(base, need, cfg, &err)))
@@ -1836,6 +1840,7 @@ cdef extern from *:
         int backing_fd
         uint64_t grain
         int* backing_errno
+        int beyond_limits
 
     ctypedef struct cx_filter:
         unsigned tenant
@@ -2111,6 +2116,7 @@ cdef inline cx_cfg eviction_cfg(Arena a) noexcept:
     c.backing_fd = a.fd
     c.grain = a.grain
     c.backing_errno = &a.backing_errno
+    c.beyond_limits = 0
     return c
 
 
@@ -2160,8 +2166,9 @@ cdef inline uint64_t checksum_room(Arena a) noexcept:
 
 
 cdef uint64_t reserve_or_raise(Arena a, unsigned tenant, uint64_t key_cap, uint64_t value_len,
-                               int64_t now) except 0:
+                               int64_t now, bint beyond_limits=False) except 0:
     cdef cx_cfg cfg = eviction_cfg(a)
+    cfg.beyond_limits = beyond_limits
     cdef uint64_t off = cx_reserve(a.base, tenant, key_cap + checksum_room(a), value_len, value_len, &cfg, now)
     if not off:
         raise_oom(a, tenant, value_len)
@@ -2188,11 +2195,14 @@ cdef uint64_t put(Arena a, unsigned tenant, unsigned pdb, Buf* key, Buf* value, 
     return off
 
 
-cdef uint64_t reserve_copy(Arena a, unsigned tenant, uint64_t src, Buf* key, int64_t now) except 0:
+cdef uint64_t reserve_copy(Arena a, unsigned tenant, uint64_t src, Buf* key, int64_t now,
+                          bint moving=False) except 0:
     """A reserved block for key holding a copy of entry src's value (COPY, RENAME to a
-    key too long for src's key area). The caller pins src, so making room cannot evict it."""
+    key too long for src's key area). The caller pins src, so making room cannot evict it.
+    moving: src is freed right after (RENAME, MOVE), so, as Redis never refuses those, any
+    free block takes the copy before the memory limit and the quota are asked."""
     cdef cx_entry* e = CX_E(a.base, src)
-    cdef uint64_t fresh = reserve_or_raise(a, tenant, key.len, e.value_len, now)
+    cdef uint64_t fresh = reserve_or_raise(a, tenant, key.len, e.value_len, now, moving)
     copy_bytes(CX_VAL(CX_E(a.base, fresh)), CX_VAL(e), e.value_len)
     return fresh
 
@@ -2612,7 +2622,7 @@ cdef class Keyspace:
                 return True
             cx_pin(a.base, src)       # not evicted to make room for its own copy
             try:
-                fresh = reserve_copy(a, self.tenant, src, &dk, now)
+                fresh = reserve_copy(a, self.tenant, src, &dk, now, True)
                 cx_rename_by_copy(a.base, src, fresh, dpdb, dk.ptr, dk.len, now, a.checksums)
             finally:
                 cx_unpin(a.base, src)     # frees the source unless a reader holds it

@@ -74,7 +74,7 @@ def test_generator_is_reproducible_and_hostile():
         assert boundary in words, boundary
     assert gen.huge_sent == 1 and max(map(len, words)) == campaign.HUGE_SIZE
     # options repeated and in every order: SET's expiry twice, GET before and after NX
-    sets = [[w.upper() for w in argv[3:]] for argv, _ in run(6, 30000)[0]
+    sets = [[w.upper() for w in argv[3:]] for argv, _ in run(8, 30000)[0]
             if argv[0] == b"SET"]
     assert any(sum(w in (b"EX", b"PX", b"EXAT", b"PXAT") for w in words) > 1 for words in sets)
     for first_option, second in ((b"GET", b"NX"), (b"NX", b"GET")):
@@ -82,14 +82,20 @@ def test_generator_is_reproducible_and_hostile():
                    for words in sets), (first_option, second)
 
 
-def test_known_defects_are_switched_off_by_flags():
-    """DEBUG and HRANDFIELD's count are left out until the branches fixing them merge."""
+def test_debug_hrandfield_counts_and_the_threshold_are_fuzzed():
+    """DEBUG (gated on both servers), HRANDFIELD's boundary counts and CONFIG SET
+    large-value-threshold are all generated; counts Redis would spend minutes on, and the
+    threshold Redis does not have, go to cxlredis alone."""
     gen = campaign.Generator(random.Random(3), 2)
-    argvs = [gen.command()[0] for _ in range(20000)]
-    assert not any(a[0] == b"DEBUG" for a in argvs)
-    counts = [w for a in argvs if a[0] == b"HRANDFIELD" for w in a[2:] if w.lstrip(b"-").isdigit()]
-    assert set(counts) <= {b"1"}         # the mutations' junk word "1" at most, never a huge count
-    assert not any(a[:3] == (b"CONFIG", b"SET", b"large-value-threshold") for a in argvs)
+    commands = [gen.command() for _ in range(20000)]
+    assert any(argv[0] == b"DEBUG" and not alone for argv, alone in commands)
+    counts = {argv[2]: alone for argv, alone in commands
+              if argv[0] == b"HRANDFIELD" and len(argv) > 2 and argv[2].lstrip(b"-").isdigit()}
+    assert {b"-9223372036854775808", b"9223372036854775807", b"0", b"-1"} <= set(counts)
+    assert counts[b"-9223372036854775808"] and not counts[b"-1"]
+    thresholds = [alone for argv, alone in commands
+                  if argv[:3] == (b"CONFIG", b"SET", b"large-value-threshold")]
+    assert thresholds and all(thresholds)
 
 
 def test_watchdog_and_comparison_catch_a_broken_server(cxl_factory):

@@ -41,6 +41,26 @@ def test_noeviction_answers_oom(cxl_factory):
     assert c.delete("k0") == 1  # deletes still work under OOM
 
 
+def test_rename_by_copy_is_never_refused_at_the_memory_limit(cxl_factory):
+    """Redis never refuses RENAME or MOVE (they are not denyoom). A new name too long
+    for the entry's key area moves the value to a new block; at the limit under
+    noeviction that block is taken beyond maxmemory for the moment the move lasts."""
+    srv = cxl_factory(maxmemory="2mb", **{"maxmemory-policy": "noeviction"})
+    c = srv.client()
+    with pytest.raises(redis.exceptions.OutOfMemoryError):
+        load(c, 100)
+    kept = c.dbsize()
+    long_name = b"r" * 3000          # longer than any key area an in-place rename uses
+    assert c.rename("k0", long_name)
+    assert c.get(long_name) == bytes([0]) * VALUE and c.exists("k0") == 0
+    assert c.renamenx("k1", long_name + b"x") is True
+    assert c.get(long_name + b"x") == bytes([1]) * VALUE
+    assert c.dbsize() == kept and c.info("stats")["evicted_keys"] == 0
+    with pytest.raises(redis.exceptions.OutOfMemoryError):
+        c.set("more", b"v" * VALUE)      # the limit still holds for new data
+    assert c.get(long_name) == bytes([0]) * VALUE
+
+
 def test_volatile_lru_evicts_only_keys_with_ttl(cxl_factory):
     srv = cxl_factory(maxmemory="4mb", **{"maxmemory-policy": "volatile-lru"})
     c = srv.client()
