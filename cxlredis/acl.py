@@ -38,7 +38,6 @@ from .commands.keyspecs import READ, WRITE, key_arguments
 from .commands.table import ACL_CATEGORIES, SPECS
 from .errors import CommandError
 from .files import write_atomically
-from .sessions import client_info_line
 
 log = logging.getLogger("cxlredis")
 
@@ -591,9 +590,12 @@ class AclLog:
 class Acl:
     """The users of one server, its ACL log, and authentication."""
 
-    def __init__(self, server):
-        self.server = server
-        self.config = config = server.config
+    def __init__(self, config, audit, clients):
+        self.config = config
+        self.audit = audit
+        self.clients = clients           # clients.Clients: ACL LOG's client lines, closing users'
+        self.tenants = None              # tenants.Tenants, given by the server once the arena
+                                         # (which keeps them) is attached, before any connection
         self.log = AclLog()
         self.default = self._new_default()
         self.users = {b"default": self.default}
@@ -659,7 +661,7 @@ class Acl:
         needs no password."""
         c.user = self.default
         c.authenticated = not self.auth_required
-        self.server.tenants.bind(c)
+        self.tenants.bind(c)
 
     def authenticate(self, c, username, password, command) -> bool:
         """AUTH / HELLO AUTH: switch the connection to the user, or log the failure."""
@@ -670,25 +672,21 @@ class Acl:
                 user.nopass or any(hmac.compare_digest(digest, p) for p in user.passwords)):
             c.user = user
             c.authenticated = True
-            c.parser.authenticated = True
-            self.server.tenants.bind(c)     # the keyspace of the user's tenant, from now on
-            self.server.audit.record(c, "auth_success", command=_text(command))
+            self.tenants.bind(c)     # the keyspace of the user's tenant, from now on
+            self.audit.record(c, "auth_success", command=_text(command))
             return True
         self.log_denial(c, "auth", bytes(command), username)
-        self.server.audit.record(c, "auth_failure", command=_text(command), username=_text(username))
+        self.audit.record(c, "auth_failure", command=_text(command), username=_text(username))
         return False
 
     def disconnect_users(self, users, current):
         """Close the connections of deleted or replaced users (the caller after its reply)."""
-        doomed = [c for c in self.server.clients.values() if any(c.user is u for u in users)]
+        doomed = [c for c in self.clients.sessions() if any(c.user is u for u in users)]
         for c in doomed:
             c.user = self.default
             c.authenticated = False
-            self.server.tenants.bind(c)
-            if c is current:
-                c.close_after_command = True
-            else:
-                c.close()
+            self.tenants.bind(c)
+        self.clients.disconnect(doomed, current)
 
     # -- the check on every command
 
@@ -706,8 +704,8 @@ class Acl:
         if not in_exec:
             c.last_command = spec.name     # CLIENT LIST shows the denied command, as in Redis
         self.log_denial(c, kind, obj, c.user.name, context)
-        self.server.audit.record(c, "acl_denied", reason=kind, context=context, command=spec.name,
-                                 object=_text(obj))
+        self.audit.record(c, "acl_denied", reason=kind, context=context, command=spec.name,
+                          object=_text(obj))
         if in_exec:
             why = ("no permission to touch the specified keys" if reason == DENIED_KEY
                    else "no permission to execute the command or subcommand")
@@ -721,7 +719,7 @@ class Acl:
     def log_denial(self, c, reason, obj, username, context=None):
         if context is None:
             context = "multi" if c.multi is not None else "toplevel"
-        self.log.add(reason, context, obj, username, client_info_line(c),
+        self.log.add(reason, context, obj, username, self.clients.info_line(c),
                      self.config["acllog-max-len"])
 
     # -- ACL SETUSER / DELUSER

@@ -69,7 +69,7 @@ def _flush_mode(argv):
 # from its arguments.
 COMMAND_EVENT_DETAILS = {
     "config_set": _config_set_details,
-    "config_rewrite": lambda c, argv: {"file": c.server.config.path},
+    "config_rewrite": lambda c, argv: {"file": c.services.config.path},
     "config_resetstat": lambda c, argv: {},
     "flushdb": lambda c, argv: {"db": c.db, "mode": _flush_mode(argv)},
     "flushall": lambda c, argv: {"mode": _flush_mode(argv)},

@@ -24,6 +24,7 @@ log = logging.getLogger("cxlredis")
 
 
 def dispatch(c, argv):
+    """Run one command of session c (a context.CallContext), Redis's checks first."""
     spec, error = lookup(argv)
     # What CLIENT LIST shows as cmd: the command looked up, even if refused or queued
     # (EXEC, not what EXEC ran); NULL after an unknown one, as in Redis.
@@ -34,12 +35,11 @@ def dispatch(c, argv):
         error = refusal(c, spec, argv)
     # Redis's performEvictions: get back under maxmemory before any command (it may have
     # been lowered); a command that may grow memory is refused when that is impossible.
-    if (error is None and not c.server.monitoring.evict_to_maxmemory(c.store.arena)
+    if (error is None and not c.services.monitoring.evict_to_maxmemory(c.store.arena)
             and "denyoom" in spec.flags):
         error = errors.OOM
     # A MONITOR connection is a replica to Redis: it may not touch the keyspace.
-    if (error is None and c.server.monitoring.monitors and c in c.server.monitoring.monitors
-            and spec.touches_keyspace):
+    if error is None and c.monitoring and spec.touches_keyspace:
         error = "ERR Replica can't interact with the keyspace"
     if error is not None:
         if spec is not None and spec.name == "exec":
@@ -64,12 +64,12 @@ def dispatch(c, argv):
 
 def refusal(c, spec, argv):
     """The error refusing a known command before it runs, or None (Redis's order)."""
-    if not c.authenticated and c.server.acl.auth_required and "no_auth" not in spec.flags:
+    if not c.authenticated and c.services.acl.auth_required and "no_auth" not in spec.flags:
         return acl.NOAUTH
     if c.multi is not None and spec.queued_in_multi and "no_multi" in spec.flags:
         return "ERR Command not allowed inside a transaction"
     if not c.user.unrestricted and "no_auth" not in spec.flags:
-        return c.server.acl.denial(c, spec, argv)
+        return c.services.acl.denial(c, spec, argv)
     return None
 
 
@@ -77,9 +77,9 @@ def call_queued(c, argv):
     """EXEC runs a queued command: the ACLs are checked again, they may have changed since."""
     spec, _ = lookup(argv)      # it was looked up when queued: known, with its arity right
     if not c.user.unrestricted and "no_auth" not in spec.flags:
-        error = c.server.acl.denial(c, spec, argv, in_exec=True)
+        error = c.services.acl.denial(c, spec, argv, in_exec=True)
         if error is not None:
-            c.server.stats.error(error)
+            c.services.stats.error(error)
             with_reply_mode(c, lambda: c.reply.error(error))
             return
     call(c, spec, argv)
@@ -87,7 +87,7 @@ def call_queued(c, argv):
 
 def reject(c, spec, error):
     """An error before the command ran (Redis counts it as rejected_calls)."""
-    stats = c.server.stats
+    stats = c.services.stats
     if spec is not None:
         stats.command(spec.name)[2] += 1
     stats.error(error)
@@ -110,29 +110,29 @@ def call(c, spec, argv):
                 else f"ERR {e}" if isinstance(e, TenantError) else str(e))
         _unpin(c, c.reply.rollback(mark))
         failed = True
-        c.server.stats.error(text)
+        c.services.stats.error(text)
         with_reply_mode(c, lambda: c.reply.error(text))
     except Exception as e:  # a bug in a handler must not take the server down
         log.exception("Internal error in '%s'", spec.name)
         _unpin(c, c.reply.rollback(mark))
         failed = True
         text = f"ERR internal error in '{spec.name}': {type(e).__name__}"
-        c.server.stats.error(text)
+        c.services.stats.error(text)
         c.reply.error(text)
     else:
         if spec.audit_event:
-            c.server.audit.after_command(c, spec, argv)
-        if c.server.absent_watchers:
-            check_absent_watched_keys(c.server)
+            c.services.audit.after_command(c, spec, argv)
+        if c.services.watchers:
+            check_absent_watched_keys(c.services.watchers)
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.
-    counters = c.server.stats.command(spec.name)
+    counters = c.services.stats.command(spec.name)
     counters[0] += 1
     counters[1] += elapsed_us
     counters[3] += failed
     counters[4][min(elapsed_us.bit_length(), LATENCY_BUCKETS - 1)] += 1
     # SLOWLOG, LATENCY and MONITOR, after the command as in Redis (MULTI, its commands, EXEC)
-    monitoring = c.server.monitoring
+    monitoring = c.services.monitoring
     if elapsed_us >= monitoring.watch_from_us:
         monitoring.after_call(c, spec, argv, elapsed_us)
 

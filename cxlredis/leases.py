@@ -58,8 +58,8 @@ class Lease:
 class Leases:
     """Every lease of the server, by id; pins and reservations are taken through the arena."""
 
-    def __init__(self, server):
-        self.server = server
+    def __init__(self, config):
+        self.config = config
         self.by_id = {}
         self.by_owner = {}               # client id -> set of lease ids
         self._schedule = []              # heap of (frees, id); released leases are skipped
@@ -75,7 +75,7 @@ class Leases:
 
     @property
     def lease_ms(self):
-        return self.server.config["cxl-lease-ms"]
+        return self.config["cxl-lease-ms"]
 
     def cost(self, store, key_len, value_len):
         """What a lease on a key_len + value_len entry of `store` counts against its cap."""
@@ -85,7 +85,7 @@ class Leases:
 
     def cap(self, store):
         """cxl-lease-max-bytes for `store`; by default a quarter of its quota or maxmemory."""
-        configured = self.server.config["cxl-lease-max-bytes"]
+        configured = self.config["cxl-lease-max-bytes"]
         if configured:
             return configured
         arena = store.arena

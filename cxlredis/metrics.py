@@ -11,6 +11,7 @@ import sys
 import time
 
 from . import __version__
+from ._fastpath import LATENCY_BUCKET_COUNT
 from .config import format_double
 
 # Redis 7.0's order (INFO lists sections in it whatever order they were asked in), ours last.
@@ -20,8 +21,8 @@ ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replicat
 DEFAULT_SECTIONS = tuple(n for n in ALL_SECTIONS
                          if n not in ("commandstats", "latencystats", "tenants"))
 # Per-command latency buckets (Stats.commands): bucket i counts calls under 2**i µs; the last
-# takes every call of 2**34 µs (4.8 hours) or more.
-LATENCY_BUCKETS = 36
+# takes every call of 2**34 µs (4.8 hours) or more. One number with the C fast path's.
+LATENCY_BUCKETS = LATENCY_BUCKET_COUNT
 # Sections that depend on who asks: a tenant's connection sees only its own tenant.
 _PER_CLIENT = ("keyspace", "tenants")
 
@@ -87,8 +88,10 @@ def _clients(s):
         ("connected_clients", len(s.clients)),
         ("cluster_connections", 0),
         ("maxclients", s.config["maxclients"]),
-        ("client_recent_max_input_buffer", max((c.parser.buffered for c in s.clients.values()), default=0)),
-        ("client_recent_max_output_buffer", max((c.reply.pending for c in s.clients.values()), default=0)),
+        ("client_recent_max_input_buffer",
+         max((c.parser.buffered for c in s.clients.connections()), default=0)),
+        ("client_recent_max_output_buffer",
+         max((c.session.reply.pending for c in s.clients.connections()), default=0)),
         ("blocked_clients", 0),
         ("tracking_clients", 0),
         ("clients_in_timeout_table", 0),

@@ -202,43 +202,43 @@ class LatencyMonitor:
 # ---------------------------------------------------------------- MONITOR
 
 class Monitors:
-    """Clients in MONITOR mode. Each command becomes one line, written into every
+    """Connections in MONITOR mode. Each command becomes one line, written into every
     monitor's reply buffer and flushed once per event-loop turn, so a monitor is an
     ordinary output stream: its transport buffers what it has not read yet, and
     client-output-buffer-limit closes it like any client."""
 
-    def __init__(self, server, changed):
-        self.server = server
-        self.clients = {}           # id → Client
+    def __init__(self, config, changed):
+        self.config = config
+        self.connections = {}       # id → connection.Client
         self._changed = changed     # called when the first monitor comes or the last goes
         self._flush_scheduled = False
 
     def __len__(self):
-        return len(self.clients)
+        return len(self.connections)
 
-    def __contains__(self, c):
-        return self.clients.get(c.id) is c
-
-    def add(self, c):
-        self.clients[c.id] = c
+    def add(self, connection):
+        self.connections[connection.session.id] = connection
         self._changed()
 
-    def discard(self, c):
-        if c in self:
-            del self.clients[c.id]
+    def discard(self, connection):
+        if self.connections.get(connection.session.id) is connection:
+            del self.connections[connection.session.id]
             self._changed()
 
     def feed(self, c, argv):
+        """c: the session that ran the command."""
         line = None
-        for monitor in list(self.clients.values()):
+        for monitor in list(self.connections.values()):
             if monitor.closing:     # disconnected or killed: a monitor leaves when it is gone
                 self.discard(monitor)
                 continue
-            if monitor.tenant is not None and monitor.tenant != c.tenant:
+            session = monitor.session
+            # a monitor closing after this command's reply (its QUIT) takes no more output
+            if session.close_after_command or (session.tenant is not None and session.tenant != c.tenant):
                 continue
             if line is None:
                 line = self.line(c, argv)
-            monitor.reply.raw(line)
+            session.reply.raw(line)
         if line is not None and not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -246,22 +246,16 @@ class Monitors:
     def line(self, c, argv):
         """+<seconds>.<microseconds> [<db> <client address>] "arg" ... as Redis writes it."""
         seconds, rest = divmod(time.time_ns(), 1_000_000_000)
-        origin = f"unix:{self.server.config['unixsocket']}" if is_unix_client(c) else c.addr
+        origin = f"unix:{self.config['unixsocket']}" if c.unix else c.addr
         head = b"+%d.%06d [%d %s]" % (seconds, rest // 1000, c.db,
                                       origin.encode("utf-8", "replace"))
         return monitor_line(head, [arg_view(arg) for arg in argv])
 
     def _flush(self):
         self._flush_scheduled = False
-        for monitor in list(self.clients.values()):
+        for monitor in list(self.connections.values()):
             if not monitor.closing:
                 monitor.flush()
-
-
-def is_unix_client(c):
-    """Whether c came through the unix socket (whose clients' local address is its path)."""
-    path = c.server.config["unixsocket"]
-    return bool(path) and c.laddr == f"{path}:0"
 
 
 # ---------------------------------------------------------------- the server's part
@@ -270,11 +264,11 @@ class Monitoring:
     """The slow log, the latency monitor and the monitors of one server, kept in step
     with the config (slowlog-log-slower-than, slowlog-max-len, latency-monitor-threshold)."""
 
-    def __init__(self, server):
-        self.config = config = server.config
+    def __init__(self, config):
+        self.config = config
         self.slowlog = SlowLog(config["slowlog-max-len"])
         self.latency = LatencyMonitor(config["latency-monitor-threshold"])
-        self.monitors = Monitors(server, self._retune)
+        self.monitors = Monitors(config, self._retune)
         self._retune()
         config.on_change("slowlog-log-slower-than", lambda _: self._retune())
         config.on_change("latency-monitor-threshold", lambda _: self._retune())

@@ -13,13 +13,15 @@ import socket
 import tempfile
 import time
 
-from . import REDIS_COMPAT_VERSION
+from . import REDIS_COMPAT_VERSION, metrics
 from ._fastpath import Counters as FastCounters
 from ._resp import LargeValueThreshold
 from ._store import Arena, ArenaError
 from .acl import Acl
 from .audit import AuditLog
+from .clients import Clients
 from .connection import Client
+from .context import Services
 from .config import ConfigSetError
 from .errors import CommandError
 from .leases import Leases
@@ -71,6 +73,10 @@ def default_arena_path(port):
 
 
 class Server:
+    """The composition root: builds every part with the collaborators it names, and
+    runs the listeners, the cron and shutdown. Commands see none of it: each connection's
+    session carries `services` (context.Services), the part of it a command may use."""
+
     def __init__(self, config):
         self.config = config
         self.pid = os.getpid()
@@ -80,9 +86,7 @@ class Server:
         self.stats = Stats()
         self.fast_counters = FastCounters()     # the C fast path's, folded into stats per batch
         self.exporter = Exporter(self)          # Prometheus (metrics-port)
-        self.clients = {}
-        self.absent_watchers = set()            # clients WATCHing a key that did not exist
-        self.next_client_id = 1
+        self.watchers = set()                   # sessions WATCHing a key that did not exist
         self.listeners = []
         self.unix_listener = None
         self.shutdown_requested = None
@@ -92,24 +96,39 @@ class Server:
         # has locked one meanwhile) and other files (the unix socket, the pid and tenants files).
         self.new_arena_files = []
         self.new_files = []
+        self.monitoring = Monitoring(config)       # SLOWLOG, LATENCY and MONITOR clients
+        self.clients = Clients(config, self.stats, self.monitoring.monitors)
         # Before the arena: a bad audit log path or ACL setup stops the start untouched.
         self.audit = AuditLog(config)
-        self.acl = Acl(self)
+        self.acl = Acl(config, self.audit, self.clients)
         self._watch_config()
         self.tls = TLSListeners(self, bind_tcp)
         # So is a busy port or a bad TLS setup: the listeners are bound before any file is made.
         self._bind_listeners()
         try:
             self._attach_arena()
-            self.monitoring = Monitoring(self)     # SLOWLOG, LATENCY and MONITOR clients
             # Users → tenants, and the keyspace each connection is bound to (after the arena,
             # which keeps the tenants themselves).
             self._note_new_file(Tenants.file_path(config))
-            self.tenants = Tenants(self)
-            self.leases = Leases(self)             # co-located clients' leases (CXL commands)
+            self.tenants = Tenants(config, self.store, self.acl, self.clients, self.memory_limit,
+                                   self.new_arena_files)
+            self.acl.tenants = self.tenants
+            self.leases = Leases(config)            # co-located clients' leases (CXL commands)
         except BaseException:
             self.abandon_start()
             raise
+        self.services = Services(
+            config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
+            leases=self.leases, monitoring=self.monitoring, clients=self.clients,
+            watchers=self.watchers, version=REDIS_COMPAT_VERSION, lastsave=self.lastsave,
+            info=lambda sections, session: metrics.info(self, sections, session),
+            check_arenas=self.check_arenas, reset_stats=self.reset_stats,
+            request_shutdown=self.request_shutdown,
+            check_shutdown_allowed=self.check_shutdown_allowed)
+
+    def new_connection(self):
+        """The protocol object of one accepted connection (every listener's factory)."""
+        return Client(self.services, self.large_threshold, self.fast_counters)
 
     def _attach_arena(self):
         config = self.config
@@ -157,24 +176,20 @@ class Server:
         for name, attr in (("proto-max-bulk-len", "proto_max_bulk_len"),
                            ("client-query-buffer-limit", "query_buffer_limit")):
             cfg.on_change(name, lambda v, attr=attr: [setattr(c.parser, attr, v)
-                                                      for c in self.clients.values()])
+                                                      for c in self.clients.connections()])
 
-    # --- clients -------------------------------------------------------
-    def client_connected(self, client):
-        self.stats.total_connections_received += 1
-        if len(self.clients) >= self.config["maxclients"]:
-            self.stats.rejected_connections += 1
-            client.reply.error("ERR max number of clients reached")
-            client.close_after_reply()
-            return
-        client.id = self.next_client_id
-        self.next_client_id += 1
-        self.clients[client.id] = client
-        if client.fd >= 0 and client.laddr and not client.laddr.startswith("/"):
-            _set_keepalive(client.transport.get_extra_info("socket"), self.config["tcp-keepalive"])
+    # --- what commands ask of the server ---------------------------------
+    def check_arenas(self):
+        """DEBUG ARENA-CHECK: the problems found in every arena, named by arena."""
+        problems = self.store.check()
+        for name, arena in self.tenants.arenas.by_name.items():
+            problems += [f"tenant {name}'s arena: {problem}" for problem in arena.check()]
+        return problems
 
-    def client_disconnected(self, client):
-        self.clients.pop(client.id, None)
+    def reset_stats(self):
+        """CONFIG RESETSTAT."""
+        self.stats.reset()
+        self.store.reset_stats()
 
     # --- lifecycle ----------------------------------------------------
     def request_shutdown(self, reason):
@@ -225,7 +240,7 @@ class Server:
         await self.tls.start()
         await self._serve_tcp(self.tcp_sockets)
         if self.unix_socket is not None:
-            self.unix_listener = await loop.create_unix_server(lambda: Client(self), sock=self.unix_socket,
+            self.unix_listener = await loop.create_unix_server(self.new_connection, sock=self.unix_socket,
                                                                backlog=cfg["tcp-backlog"])
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown, signal.Signals(sig).name)
@@ -256,7 +271,7 @@ class Server:
         old, self.listeners = self.listeners, []
         for sock in sockets:
             # the loop listens again on the socket, with this backlog
-            self.listeners.append(await loop.create_server(lambda: Client(self), sock=sock,
+            self.listeners.append(await loop.create_server(self.new_connection, sock=sock,
                                                            backlog=self.config["tcp-backlog"]))
         for srv in old:
             srv.close()
@@ -338,13 +353,13 @@ class Server:
                         "(%d since start): the arena's memory is corrupting data",
                         failures - self.checksum_failures_logged, failures)
             self.checksum_failures_logged = failures
-        for c in list(self.clients.values()):
+        for c in self.clients.connections():
             if c.soft_limit_since is not None and not c.closing:
                 c.check_output_limit(c.transport.get_write_buffer_size())
         timeout = self.config["timeout"]
         if timeout:
             now = time.monotonic()
-            for c in list(self.clients.values()):
+            for c in self.clients.connections():
                 if now - c.last_interaction > timeout:  # MULTI or not, as in Redis
                     log.debug("Closing idle client")
                     c.close()
@@ -387,16 +402,17 @@ class Server:
         for srv in self.listeners + ([self.unix_listener] if self.unix_listener else []):
             srv.close()
         self.tls.close()
-        for c in list(self.clients.values()):
+        connections = self.clients.connections()
+        for c in connections:
             c.flush()
             c.closing = True
             c.transport.close()
         # Give transports a moment to flush their last replies (e.g. SHUTDOWN's peers).
         deadline = time.monotonic() + 2.0
-        while any(c.transport.get_write_buffer_size() for c in self.clients.values()) \
+        while any(c.transport.get_write_buffer_size() for c in connections) \
                 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        for c in list(self.clients.values()):
+        for c in connections:
             c.transport.abort()
         await asyncio.sleep(0)
         if self.config["unixsocket"] and os.path.exists(self.config["unixsocket"]):
@@ -500,16 +516,6 @@ def _unlink_unless_locked(path):
         pass
     finally:
         os.close(fd)
-
-
-def _set_keepalive(sock, interval):
-    if sock is None or not interval:
-        return
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    if hasattr(socket, "TCP_KEEPIDLE"):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(interval // 3, 1))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
 
 
 # --- logging, in Redis's line format: "pid:M 30 Nov 2026 01:39:23.123 * text" ---

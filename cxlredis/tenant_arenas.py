@@ -60,14 +60,14 @@ def size_for(quota):
 class TenantArenas:
     """The open arenas of ARENA own tenants, by tenant name, and those being retired."""
 
-    def __init__(self, server):
-        self.server = server
-        self.config = server.config
+    def __init__(self, config, main_arena_path, new_arena_files):
+        self.config = config
+        self.new_arena_files = new_arena_files    # what this start created (removed if it fails)
         self.by_name = {}
         self.policies = {}          # tenant name -> its own maxmemory-policy, None: the server's
         self.retired = []           # deleted tenants' arenas, closed once nothing refers to them
         self.closed_checksum_failures = 0   # of the retired arenas closed since start
-        main = server.arena_path
+        main = main_arena_path
         self.directory = self.config["tenant-arena-dir"] or os.path.dirname(os.path.abspath(main))
         self.stem = os.path.basename(main).removesuffix(".arena")
         self.main_is_device = os.path.exists(main) and stat.S_ISCHR(os.stat(main).st_mode)
@@ -97,7 +97,7 @@ class TenantArenas:
         if not create and not existing:     # at start-up: a failed start removes it again
             log.warning("Tenant '%s' has ARENA own but its arena %s is missing: it starts empty",
                         name, path)
-            self.server.new_arena_files.append(path)
+            self.new_arena_files.append(path)
         size = os.path.getsize(path) if existing and not self.config["arena-reset"] else size_for(quota)
         arena = Arena(path, size, databases=self.config["databases"],
                       reset=create or self.config["arena-reset"],

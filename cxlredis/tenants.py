@@ -463,11 +463,13 @@ class Tenants:
     which keeps its quota, policy and meters; one with ARENA own is the default
     keyspace of an arena of its own (cxlredis/tenant_arenas.py)."""
 
-    def __init__(self, server):
-        self.server = server
-        self.arena = server.store
-        self.arenas = TenantArenas(server)
-        config = server.config
+    def __init__(self, config, arena, acl, clients, memory_limit, new_arena_files):
+        """memory_limit(): the server's maxmemory in effect, which a QUOTA may not pass."""
+        self.arena = arena
+        self.acl = acl
+        self.clients = clients
+        self.memory_limit = memory_limit
+        self.arenas = TenantArenas(config, arena.path, new_arena_files)
         self.path = self.file_path(config)
         self.tenants = {}       # name → Tenant, in creation order
         self.member_of = {}     # user name (bytes) → tenant name
@@ -663,7 +665,7 @@ class Tenants:
     def _activate(self, tenants):
         """Install a changed registry and move every connection to its keyspace."""
         self._install(tenants)
-        for c in self.server.clients.values():
+        for c in self.clients.sessions():
             self.bind(c)
 
     def _follow_server_policy(self):
@@ -789,7 +791,7 @@ class Tenants:
 
     def _check_shared_quota(self, quota):
         """ValueError if a tenant in the server's arena would have a QUOTA it could never reach."""
-        limit = self.server.memory_limit()
+        limit = self.memory_limit()
         if quota > limit:
             raise ValueError(f"QUOTA {quota} is above the server's maxmemory ({limit} bytes), which "
                              f"bounds every tenant in its arena: raise maxmemory (or arena-size) or "
@@ -820,21 +822,17 @@ class Tenants:
                 other.shared_write = [t for t in other.shared_write if t != name]
                 tenants[other.name] = other
         self._persist(tenants)
-        doomed = [c for c in self.server.clients.values() if c.tenant == name]
+        doomed = [c for c in self.clients.sessions() if c.tenant == name]
         for c in doomed:
             # Its reservations are on the tenant's bill: free them while its namespace exists.
-            c.release_reservations()
+            self.clients.release_reservations(c)
         users = self.tenants[name].users
         if name in self.arenas.by_name:
             keys = self.arenas.retire(name)
         else:
             keys = self.arena.drop_tenant(self.tenant_id(name))
         self._activate(tenants)
-        for c in doomed:
-            if c is current:
-                c.close_after_command = True
-            else:
-                c.close()
+        self.clients.disconnect(doomed, current)
         if users:
             log.warning("Tenant '%s' deleted: its users %s now belong to no tenant", name,
                         ", ".join(as_text(u) for u in users))
@@ -858,7 +856,7 @@ class Tenants:
         self._require(name)
         stats = self.stats(name)
         if name == DEFAULT_TENANT:
-            users = [u for u in sorted(self.server.acl.users) if u not in self.member_of]
+            users = [u for u in sorted(self.acl.users) if u not in self.member_of]
             tenant = Tenant(name, users)
         else:
             tenant = self.tenants[name]

@@ -22,7 +22,6 @@ import warnings
 import _ssl
 
 from .config import ConfigSetError
-from .connection import Client
 
 log = logging.getLogger("cxlredis")
 
@@ -282,7 +281,7 @@ class TLSListeners:
         for sock in sockets:
             if sockets is not self.sockets:
                 return      # rebound meanwhile: these sockets are closed
-            listener = await loop.create_server(lambda: Client(self.server), sock=sock.dup(),
+            listener = await loop.create_server(self.server.new_connection, sock=sock.dup(),
                                                 ssl=self.context, backlog=self.server.config["tcp-backlog"])
             if sockets is not self.sockets:
                 listener.close()

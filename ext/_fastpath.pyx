@@ -27,13 +27,10 @@ cdef extern from "<time.h>" nogil:
     int clock_gettime(int clk_id, timespec *tp)
     enum: CLOCK_MONOTONIC
 
-cdef enum:
-    LATENCY_BUCKETS = 36    # cxlredis.metrics.LATENCY_BUCKETS
-
-cdef enum Op:
-    NOT_FAST = -1
-    GET = 0
-    SET = 1
+# Python's view of the boundary (ext/_fastpath.pxd)
+LATENCY_BUCKET_COUNT = LATENCY_BUCKETS
+FAST_GET_OP = FAST_GET
+FAST_SET_OP = FAST_SET
 
 
 cdef inline int64_t monotonic_ns() noexcept nogil:
@@ -59,27 +56,22 @@ cdef inline int op_of(list argv) noexcept:
     cdef Py_ssize_t argc = PyList_GET_SIZE(argv)
     cdef object name = <object>PyList_GET_ITEM(argv, 0)
     if argc == 2 and is_name(name, b"GET", b"get"):
-        return GET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes else NOT_FAST
+        return FAST_GET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes else NOT_FAST
     if argc == 3 and is_name(name, b"SET", b"set"):
-        return (SET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes
+        return (FAST_SET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes
                 and type(<object>PyList_GET_ITEM(argv, 2)) is bytes else NOT_FAST)
     return NOT_FAST
 
 
 cdef class Counters:
-    """What the fast path ran since the last fold into the server's Stats."""
-    cdef long long calls[2]
-    cdef long long usec[2]
-    cdef long long buckets[2][LATENCY_BUCKETS]
-    cdef readonly int last                  # the last command run: 0 GET, 1 SET
-    cdef public object observed             # argv of a command that reached watch_from_us...
-    cdef public long long observed_us       # ...and its microseconds
+    """What the fast path ran since the last fold into the server's Stats (fields in
+    ext/_fastpath.pxd)."""
 
     def fold(self, get_counters, set_counters):
         """Add the counts to the commandstats lists [calls, usec, rejected, failed,
         buckets] of GET and SET, and start again from zero."""
         cdef int op, i
-        for op, counters in ((GET, get_counters), (SET, set_counters)):
+        for op, counters in ((FAST_GET, get_counters), (FAST_SET, set_counters)):
             if not self.calls[op]:
                 continue
             counters[0] += self.calls[op]
@@ -104,7 +96,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     output_budget (if not 0: the caller applies client-output-buffer-limit). Returns
     how many commands ran.
     """
-    cdef int op, found, bucket
+    cdef int op, bucket, found = 0
     cdef int ran = 0
     cdef list argv
     cdef object key
@@ -125,7 +117,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
         start = monotonic_ns()
         key = <object>PyList_GET_ITEM(argv, 1)
         try:
-            if op == GET:
+            if op == FAST_GET:
                 found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
                                    reply._threshold.nbytes, &value, &value_len)
             else:
@@ -135,7 +127,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             # general path runs the command again to answer and count the error.
             parser.hand_back(argv)
             break
-        if op == SET:
+        if op == FAST_SET:
             reply._put(b"+OK\r\n", 5)
         elif found < 0:
             parser.hand_back(argv)      # WRONGTYPE, or a value sent by reference

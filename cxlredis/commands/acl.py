@@ -25,7 +25,7 @@ def cmd_auth(c, argv):
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
     if len(argv) == 2:
-        if c.server.acl.default.nopass:
+        if c.services.acl.default.nopass:
             raise CommandError(AUTH_WITHOUT_PASSWORD)
         username, password = b"default", argv[1]
     else:
@@ -55,13 +55,13 @@ def cmd_acl_deluser(c, argv):
     names = [bytes(a) for a in argv[2:]]
     if b"default" in names:
         raise CommandError("ERR The 'default' user cannot be removed")
-    deleted = c.server.acl.delete_users(names, c)
-    c.server.audit.record(c, "acl_deluser", usernames=[rules._text(n) for n in names], deleted=deleted)
+    deleted = c.services.acl.delete_users(names, c)
+    c.services.audit.record(c, "acl_deluser", usernames=[rules._text(n) for n in names], deleted=deleted)
     c.reply.integer(deleted)
 
 
 def cmd_acl_dryrun(c, argv):
-    user = c.server.acl.users.get(bytes(argv[2]))
+    user = c.services.acl.users.get(bytes(argv[2]))
     if user is None:
         raise CommandError(f"ERR User '{errors._clip(argv[2], 128)}' not found")
     target = argv[3:]
@@ -92,7 +92,7 @@ def cmd_acl_genpass(c, argv):
 
 
 def cmd_acl_getuser(c, argv):
-    user = c.server.acl.users.get(bytes(argv[2]))
+    user = c.services.acl.users.get(bytes(argv[2]))
     if user is None:
         c.reply.null()
         return
@@ -126,11 +126,11 @@ def _reply_selector_fields(r, selector):
 
 
 def cmd_acl_list(c, argv):
-    c.reply.bulk_array(c.server.acl.list_lines())
+    c.reply.bulk_array(c.services.acl.list_lines())
 
 
 def cmd_acl_users(c, argv):
-    c.reply.bulk_array([user.name for user in c.server.acl.sorted_users()])
+    c.reply.bulk_array([user.name for user in c.services.acl.sorted_users()])
 
 
 def cmd_acl_whoami(c, argv):
@@ -138,33 +138,33 @@ def cmd_acl_whoami(c, argv):
 
 
 def cmd_acl_load(c, argv):
-    acl = c.server.acl
-    if not c.server.config["aclfile"]:
+    acl = c.services.acl
+    if not c.services.config["aclfile"]:
         raise CommandError(rules.NO_ACL_FILE)
     problems = acl.load_file(current=c)
     if problems:
         raise CommandError("ERR " + problems)
-    c.server.audit.record(c, "acl_load", file=c.server.config["aclfile"], users=len(acl.users))
+    c.services.audit.record(c, "acl_load", file=c.services.config["aclfile"], users=len(acl.users))
     c.reply.ok()
 
 
 def cmd_acl_save(c, argv):
-    path = c.server.config["aclfile"]
+    path = c.services.config["aclfile"]
     if not path:
         raise CommandError(rules.NO_ACL_FILE)
     try:
-        c.server.acl.save_file()
+        c.services.acl.save_file()
     except OSError as e:
         log.warning("Saving the ACLs to '%s' failed: %s", path, e.strerror)
         raise CommandError(SAVE_FAILED) from None
-    c.server.audit.record(c, "acl_save", file=path, users=len(c.server.acl.users))
+    c.services.audit.record(c, "acl_save", file=path, users=len(c.services.acl.users))
     c.reply.ok()
 
 
 def cmd_acl_log(c, argv):
     if len(argv) > 3:
         raise CommandError(errors.subcommand_syntax(argv))
-    log_ = c.server.acl.log
+    log_ = c.services.acl.log
     count = 10
     if len(argv) == 3:
         if upper(argv[2]) == "RESET":
@@ -197,8 +197,8 @@ def cmd_acl_log(c, argv):
 def cmd_acl_setuser(c, argv):
     name = bytes(argv[2])
     ops = [bytes(a) for a in argv[3:]]
-    c.server.acl.set_user(name, ops)
-    c.server.audit.record(c, "acl_setuser", username=rules._text(name),
+    c.services.acl.set_user(name, ops)
+    c.services.audit.record(c, "acl_setuser", username=rules._text(name),
                           rules=[redacted_rule(op) for op in ops])
     c.reply.ok()
 

@@ -3,7 +3,6 @@ import time
 
 from .. import acl, errors
 from ..errors import CommandError
-from ..sessions import client_info_line
 from .args import parse_int, upper
 
 PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
@@ -50,12 +49,11 @@ def cmd_hello(c, argv):
     if not c.authenticated:
         raise CommandError(HELLO_NOAUTH)
     c.set_protocol(protover)
-    server = c.server
     c.reply.map(7)
     c.reply.bulk("server")
     c.reply.bulk("redis")
     c.reply.bulk("version")
-    c.reply.bulk(server.version)
+    c.reply.bulk(c.services.version)
     c.reply.bulk("proto")
     c.reply.integer(protover)
     c.reply.bulk("id")
@@ -70,7 +68,7 @@ def cmd_hello(c, argv):
 
 def authenticate(c, username, password, command):
     """AUTH and HELLO AUTH: become `username`, or fail with WRONGPASS (logged in ACL LOG)."""
-    if not c.server.acl.authenticate(c, username, password, command):
+    if not c.services.acl.authenticate(c, username, password, command):
         raise CommandError(acl.WRONGPASS)
 
 
@@ -87,8 +85,8 @@ def cmd_reset(c, argv):
     c.reply_mode = "on"
     c.name = b""
     # CLIENT NO-EVICT survives RESET in Redis 7.0 (7.2 started turning it off).
-    c.server.monitoring.monitors.discard(c)
-    c.server.acl.attach(c)
+    c.services.clients.stop_monitor(c)
+    c.services.acl.attach(c)
     c.reply.simple("RESET")
 
 
@@ -101,7 +99,7 @@ def select_db(c, arg):
     db = parse_int(arg)
     if db < -(1 << 31) or db >= 1 << 31:  # Redis reads the index as a C int
         raise CommandError(errors.int_out_of_range(-(1 << 31), (1 << 31) - 1))
-    if db < 0 or db >= c.server.config["databases"]:
+    if db < 0 or db >= c.services.config["databases"]:
         raise CommandError(errors.DB_INDEX_OUT_OF_RANGE)
     return db
 
@@ -143,21 +141,21 @@ def cmd_client_list(c, argv):
         clients = visible_clients(c)
     else:
         raise CommandError(errors.SYNTAX)
-    c.reply.verbatim("".join(client_info_line(cl, argv if cl is c else None) + "\n"
-                             for cl in clients))
+    info_line = c.services.clients.info_line
+    c.reply.verbatim("".join(info_line(cl, argv if cl is c else None) + "\n" for cl in clients))
 
 
 def cmd_client_info(c, argv):
-    c.reply.verbatim(client_info_line(c, argv) + "\n")
+    c.reply.verbatim(c.services.clients.info_line(c, argv) + "\n")
 
 
 def visible_clients(c):
     """The clients c may list or kill, by id: all of them for an administrator, its own
     tenant's for a tenant's connection (their names and commands are that tenant's)."""
-    clients = sorted(c.server.clients.values(), key=lambda cl: cl.id)
+    sessions = c.services.clients.sessions()
     if c.tenant is None:
-        return clients
-    return [cl for cl in clients if cl.tenant == c.tenant]
+        return sessions
+    return [session for session in sessions if session.tenant == c.tenant]
 
 
 def client_type(arg):
@@ -197,7 +195,7 @@ def cmd_client_kill(c, argv):
         elif option == "TYPE":
             wanted["type"] = client_type(value)
         elif option == "USER":
-            user = c.server.acl.users.get(bytes(value))
+            user = c.services.acl.users.get(bytes(value))
             if user is None:
                 raise CommandError(f"ERR No such user '{errors._clip(value, 128)}'")
             wanted["user"] = user
@@ -228,17 +226,11 @@ def cmd_client_kill(c, argv):
 
 
 def kill(c, victims, argv):
-    """Close the victims; the caller's reply must be written already, since killing the
-    caller itself sends what it has and closes."""
-    c.server.audit.record(c, "client_kill", filters=[bytes(a).decode("utf-8", "backslashreplace")
-                                                     for a in argv[2:]],
-                          killed=[cl.id for cl in victims])
-    for cl in victims:
-        cl.killed = True
-        if cl is c:
-            c.close_after_reply()  # Redis answers the caller before closing it
-        else:
-            cl.close()
+    """Close the victims (the caller itself after this command's reply)."""
+    c.services.audit.record(c, "client_kill",
+                            filters=[bytes(a).decode("utf-8", "backslashreplace") for a in argv[2:]],
+                            killed=[cl.id for cl in victims])
+    c.services.clients.disconnect(victims, c)
 
 
 def cmd_client_setinfo(c, argv):

@@ -55,7 +55,7 @@ LEASE_EXPIRED = "ERR lease {} expired"
 
 def mapping_refusal(c):
     """Why this connection may not map the arena, or None if it may."""
-    if c.tenant is not None and c.server.tenants.own_arena(c.tenant) is None:
+    if c.tenant is not None and c.services.tenants.own_arena(c.tenant) is None:
         return (f"ERR CXL mapping is not offered to tenant '{c.tenant}': its values share the "
                 f"server's arena with other tenants (a tenant created with ARENA own maps its own)")
     if c.laddr.startswith("/"):
@@ -93,11 +93,11 @@ def _boot_id():
 
 
 def cmd_cxl_info(c, argv):
-    server = c.server
+    services = c.services
     arena = c.store.arena          # a tenant with ARENA own is told of its own arena only
     layout = arena.layout()
     refusal = mapping_refusal(c)
-    refs, slots = server.leases.counts(arena)
+    refs, slots = services.leases.counts(arena)
     path = os.path.abspath(arena.path)
     fields = (
         ("backing-path", path),
@@ -117,7 +117,7 @@ def cmd_cxl_info(c, argv):
         ("generation-offset", layout["generation_offset"]),
         ("type-offset", layout["type_offset"]),
         ("checksummed-flag", layout["checksummed_flag"]),
-        ("lease-ms", server.config["cxl-lease-ms"]),
+        ("lease-ms", services.config["cxl-lease-ms"]),
         ("leases-refs", refs),
         ("leases-slots", slots),
         ("mapping", "refused" if refusal else "allowed"),
@@ -140,9 +140,9 @@ def _reference(c, key):
         return None
     if store.entry_type(off) != TYPE_STRING:
         raise CommandError(errors.WRONGTYPE)
-    lease = c.server.leases.reference(c, off, key)      # past the lease cap: refused
+    lease = c.services.leases.reference(c, off, key)      # past the lease cap: refused
     return (store.value_offset(off), store.value_len(off), store.generation(off), lease.id,
-            c.server.config["cxl-lease-ms"], off)
+            c.services.config["cxl-lease-ms"], off)
 
 
 def _reply_reference(c, ref):
@@ -170,7 +170,7 @@ def cmd_cxl_mgetref(c, argv):
         # already taken (a miss is a nil, as in GETREF)
         for ref in refs:
             if ref is not None:
-                c.server.leases.end(c.server.leases.by_id[ref[3]])
+                c.services.leases.end(c.services.leases.by_id[ref[3]])
         raise
     c.reply.array(len(refs))
     for ref in refs:
@@ -183,7 +183,7 @@ def _lease_id(arg):
 
 def cmd_cxl_release(c, argv):
     _check_mapping(c)
-    leases = c.server.leases
+    leases = c.services.leases
     ended = 0
     for arg in argv[2:]:
         lease = leases.owned(c, _lease_id(arg))
@@ -215,11 +215,11 @@ def cmd_cxl_reserve(c, argv):
     nbytes = parse_int(argv[3])
     if nbytes < 0:
         raise CommandError(errors.NOT_INTEGER)
-    if nbytes > c.server.config["proto-max-bulk-len"]:
+    if nbytes > c.services.config["proto-max-bulk-len"]:
         raise CommandError(errors.STRING_TOO_LONG)
     ttl_ms = _expiry_ms(argv)
     store = c.store
-    leases = c.server.leases
+    leases = c.services.leases
     cost = leases.cost(store, len(key), nbytes)
     leases.admit(c, SLOT, cost)                 # past the lease cap: refused, nothing reserved
     off = store.reserve(nbytes, len(key))       # OutOfMemory answers -OOM
@@ -228,12 +228,12 @@ def cmd_cxl_reserve(c, argv):
     c.reply.integer(lease.id)
     c.reply.integer(store.value_offset(off))
     c.reply.integer(nbytes)
-    c.reply.integer(c.server.config["cxl-lease-ms"])
+    c.reply.integer(c.services.config["cxl-lease-ms"])
 
 
 def _owned_slot(c, arg):
     lease_id = _lease_id(arg)
-    lease = c.server.leases.owned(c, lease_id, SLOT)
+    lease = c.services.leases.owned(c, lease_id, SLOT)
     if lease is None:
         raise CommandError(NO_SUCH_LEASE.format(lease_id))
     return lease, time.monotonic()
@@ -242,7 +242,7 @@ def _owned_slot(c, arg):
 def cmd_cxl_commit(c, argv):
     _check_mapping(c)
     lease, now = _owned_slot(c, argv[2])
-    leases = c.server.leases
+    leases = c.services.leases
     if now >= lease.expires:
         # the block may be freed any moment now: a late writer's bytes are not trusted
         leases.end(lease)
@@ -259,7 +259,7 @@ def cmd_cxl_commit(c, argv):
 def cmd_cxl_abort(c, argv):
     _check_mapping(c)
     lease, _ = _owned_slot(c, argv[2])
-    c.server.leases.end(lease)
+    c.services.leases.end(lease)
     c.reply.ok()
 
 

@@ -244,8 +244,8 @@ def _check_repeated_reply(c, fields, repeats, with_values):
     if with_values:
         smallest = min(_bulk_size(f) + _bulk_size(v) + (4 if c.protocol == 3 else 0)
                        for f, v in fields.items())
-    limit = c.server.config["proto-max-bulk-len"]
-    hard = c.server.config["client-output-buffer-limit"]["normal"].hard
+    limit = c.services.config["proto-max-bulk-len"]
+    hard = c.services.config["client-output-buffer-limit"]["normal"].hard
     if hard:
         limit = min(limit, hard)
     if repeats * smallest > limit:

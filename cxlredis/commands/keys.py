@@ -323,7 +323,7 @@ def cmd_object_refcount(c, argv):
     # LRU/LFU policy with a maxmemory limit needs per-key access times.
     value = stored_int(store, off) if store.entry_type(off) == TYPE_STRING else None
     shared = (value is not None and 0 <= value < 10000
-              and (c.server.config["maxmemory"] == 0 or not store.policy.endswith(("-lru", "-lfu"))))
+              and (c.services.config["maxmemory"] == 0 or not store.policy.endswith(("-lru", "-lfu"))))
     c.reply.integer(INT32_MAX if shared else 1)
 
 

@@ -63,7 +63,7 @@ def cmd_slowlog_get(c, argv):
         if not is_int64(raw) or int(raw) < -1:
             raise CommandError(BAD_COUNT)
         count = int(raw)
-    entries = c.server.monitoring.slowlog.visible(c.tenant)
+    entries = c.services.monitoring.slowlog.visible(c.tenant)
     if count != -1:
         entries = entries[:count]
     r = c.reply
@@ -79,11 +79,11 @@ def cmd_slowlog_get(c, argv):
 
 
 def cmd_slowlog_len(c, argv):
-    c.reply.integer(len(c.server.monitoring.slowlog.visible(c.tenant)))
+    c.reply.integer(len(c.services.monitoring.slowlog.visible(c.tenant)))
 
 
 def cmd_slowlog_reset(c, argv):
-    c.server.monitoring.slowlog.reset(c.tenant)
+    c.services.monitoring.slowlog.reset(c.tenant)
     c.reply.ok()
 
 
@@ -93,7 +93,7 @@ def cmd_slowlog_help(c, argv):
 
 # --- LATENCY ---------------------------------------------------------------
 def cmd_latency_latest(c, argv):
-    events = c.server.monitoring.latency.events
+    events = c.services.monitoring.latency.events
     c.reply.array(len(events))
     for name, series in events.items():
         when, latest = series.samples[-1]
@@ -105,7 +105,7 @@ def cmd_latency_latest(c, argv):
 
 
 def cmd_latency_history(c, argv):
-    series = c.server.monitoring.latency.events.get(_text(argv[2]))
+    series = c.services.monitoring.latency.events.get(_text(argv[2]))
     samples = series.samples if series is not None else ()
     c.reply.array(len(samples))
     for when, ms in samples:
@@ -115,17 +115,17 @@ def cmd_latency_history(c, argv):
 
 
 def cmd_latency_reset(c, argv):
-    latency = c.server.monitoring.latency
+    latency = c.services.monitoring.latency
     c.reply.integer(latency.reset([_text(a) for a in argv[2:]] if len(argv) > 2 else None))
 
 
 def cmd_latency_doctor(c, argv):
-    c.reply.verbatim(doctor_report(c.server))
+    c.reply.verbatim(doctor_report(c.services.config, c.services.monitoring.latency))
 
 
 def cmd_latency_graph(c, argv):
     event = _text(argv[2])
-    series = c.server.monitoring.latency.events.get(event)
+    series = c.services.monitoring.latency.events.get(event)
     if series is None:
         raise CommandError(f"ERR No samples available for event '{event}'")
     c.reply.verbatim(latency_graph(event, series, int(time.time())))
@@ -136,7 +136,7 @@ def cmd_latency_histogram(c, argv):
     (upper bound in µs) that has calls: Redis's log-2 iteration of its histogram. A
     container name stands for its subcommands; unknown names and unused commands are
     left out."""
-    stats = c.server.stats.commands
+    stats = c.services.stats.commands
     if len(argv) == 2:
         names = sorted(stats)
     else:
@@ -168,14 +168,13 @@ def cmd_latency_help(c, argv):
     reply_help(c, LATENCY_HELP)
 
 
-def doctor_report(server):
+def doctor_report(config, latency):
     """LATENCY DOCTOR: each event's spikes, then what usually causes them here."""
-    config = server.config
     threshold_ms = config["latency-monitor-threshold"]
     if not threshold_ms:
         return ("Latency monitoring is disabled in this instance. Use \"CONFIG SET "
                 "latency-monitor-threshold <milliseconds>\" to enable it.\n")
-    events = server.monitoring.latency.events
+    events = latency.events
     if not events:
         return ("No latency spike was observed since the latency monitor was enabled or last "
                 f"reset (threshold: {threshold_ms} ms).\n")
@@ -248,8 +247,7 @@ def cmd_monitor(c, argv):
     # Inside EXEC a client must get one reply per command: Redis refuses (DENY BLOCKING).
     if c.multi is not None:
         raise CommandError(MONITOR_IN_EXEC)
-    monitors = c.server.monitoring.monitors
-    if c in monitors:
+    if c.monitoring:
         return      # already monitoring: Redis ignores it, without a reply
-    monitors.add(c)
+    c.services.clients.start_monitor(c)
     c.reply.ok()

@@ -1,7 +1,7 @@
 """Server commands: INFO, CONFIG *, COMMAND *, TIME, LASTSAVE, SHUTDOWN, FUNCTION FLUSH, DEBUG."""
 import time
 
-from .. import errors, metrics, protected
+from .. import errors, protected
 from .._store import glob_match
 from ..config import ConfigSetError
 from ..errors import CommandError
@@ -15,13 +15,13 @@ from .docs import DOCS, NO_DOCS
 
 def cmd_info(c, argv):
     sections = [bytes(a).decode("utf-8", "replace").lower() for a in argv[1:]]
-    c.reply.verbatim(metrics.info(c.server, sections, c))
+    c.reply.verbatim(c.services.info(sections, c))
 
 
 # --- CONFIG -------------------------------------------------------------
 def cmd_config_get(c, argv):
     patterns = [bytes(a).decode("utf-8", "replace") for a in argv[2:]]
-    pairs = c.server.config.get(patterns)
+    pairs = c.services.config.get(patterns)
     c.reply.map(len(pairs))
     for name, value in pairs:
         c.reply.bulk(name)
@@ -34,21 +34,20 @@ def cmd_config_set(c, argv):
     pairs = [(bytes(argv[i]).decode("utf-8", "replace"), bytes(argv[i + 1]).decode("utf-8", "replace"))
              for i in range(2, len(argv), 2)]
     try:
-        c.server.config.set(pairs, protected.allowed(c, "enable-protected-configs"))
+        c.services.config.set(pairs, protected.allowed(c, "enable-protected-configs"))
     except ConfigSetError as e:
         raise CommandError(str(e)) from None
     c.reply.ok()
 
 
 def cmd_config_resetstat(c, argv):
-    c.server.stats.reset()
-    c.server.store.reset_stats()
+    c.services.reset_stats()
     c.reply.ok()
 
 
 def cmd_config_rewrite(c, argv):
     try:
-        c.server.config.rewrite()
+        c.services.config.rewrite()
     except ConfigSetError as e:
         raise CommandError(str(e)) from None
     c.reply.ok()
@@ -306,7 +305,7 @@ def cmd_time(c, argv):
 
 
 def cmd_lastsave(c, argv):
-    c.reply.integer(c.server.lastsave)
+    c.reply.integer(c.services.lastsave)
 
 
 def cmd_shutdown(c, argv):
@@ -315,9 +314,9 @@ def cmd_shutdown(c, argv):
             raise CommandError(errors.SYNTAX)
     if any(upper(a) == "ABORT" for a in argv[1:]):
         raise CommandError("ERR No shutdown in progress.")
-    c.server.check_shutdown_allowed()
+    c.services.check_shutdown_allowed()
     # Redis closes the caller's connection without a reply on success.
-    c.server.request_shutdown("User requested shutdown")
+    c.services.request_shutdown("User requested shutdown")
 
 
 def cmd_function_flush(c, argv):
@@ -353,9 +352,7 @@ def cmd_debug(c, argv):
         time.sleep(max(seconds, 0.0))  # blocks the whole server on purpose, like Redis
         c.reply.ok()
     elif sub == "ARENA-CHECK" and len(argv) == 2:
-        problems = c.server.store.check()
-        for name, arena in c.server.tenants.arenas.by_name.items():
-            problems += [f"tenant {name}'s arena: {problem}" for problem in arena.check()]
+        problems = c.services.check_arenas()
         c.reply.array(len(problems))
         for p in problems:
             c.reply.bulk(p)

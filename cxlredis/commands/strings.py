@@ -35,7 +35,7 @@ def _reply_string(c, key):
 
 def _check_length(c, size, append):
     """Redis's checkStringLength: a string may not outgrow proto-max-bulk-len."""
-    if size + append > c.server.config["proto-max-bulk-len"]:
+    if size + append > c.services.config["proto-max-bulk-len"]:
         raise CommandError(errors.STRING_TOO_LONG)
 
 
@@ -115,7 +115,7 @@ def cmd_set(c, argv):
             c.reply.null()
         return
     c.store_value(key, argv[2], expire_at, "KEEPTTL" in flags)
-    if c.server.absent_watchers and 0 <= expire_at <= now_ms():
+    if c.services.watchers and 0 <= expire_at <= now_ms():
         touch_absent_watched_key(c, key)
     if not with_get:
         c.reply.ok()

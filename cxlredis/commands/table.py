@@ -11,6 +11,8 @@ lists its subcommands as `container|sub` entries.
 """
 from dataclasses import dataclass, field
 
+from .._fastpath import FAST_GET_OP, FAST_SET_OP
+
 # Redis's ACL categories in their bit order (COMMAND INFO lists a command's
 # categories in this order), then cxlredis's own: "cxl", the co-located mapping
 # commands, so that mapping is granted only by name (+@cxl or +@all).
@@ -73,6 +75,7 @@ class CommandSpec:
     # What cxlredis needs to know of a command beyond Redis's flags (which COMMAND INFO shows):
     queued_in_multi: bool = True  # False: runs at once even inside MULTI (EXEC, WATCH, ...)
     audit_event: str = ""        # its success is this audit-log event (audit.py words the details)
+    fast_op: int = -1            # its code in the C fast path (ext/_fastpath.pxd), -1: not there
     # For key specs flagged variable_flags: argv → the access (READ/WRITE bits) its keys need.
     key_access: object = None
     subcommands: dict = field(default_factory=dict)
@@ -489,10 +492,10 @@ SPECS = [
         key_specs=(ks("RO access", 1),)),
 
     # --- strings (commands/strings.py) ------------------------------------
-    cmd("get", 2, "readonly fast", acl="string", group="string",
+    cmd("get", 2, "readonly fast", acl="string", group="string", fast_op=FAST_GET_OP,
         summary="Get the value of a key", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RO access", 1),)),
-    cmd("set", -3, "write denyoom", acl="string", group="string",
+    cmd("set", -3, "write denyoom", acl="string", group="string", fast_op=FAST_SET_OP,
         summary="Set the string value of a key", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access update variable_flags", 1,
                       notes="RW and ACCESS due to the optional `GET` argument"),),

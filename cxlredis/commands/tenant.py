@@ -73,16 +73,16 @@ def _audited(settings):
 def cmd_tenant_create(c, argv):
     _for_administrators(c, argv)
     name, settings = _name(argv[2]), _settings(argv[3:])
-    c.server.tenants.create(name, settings)
-    c.server.audit.record(c, "tenant_create", name=name, **_audited(settings))
+    c.services.tenants.create(name, settings)
+    c.services.audit.record(c, "tenant_create", name=name, **_audited(settings))
     c.reply.ok()
 
 
 def cmd_tenant_delete(c, argv):
     _for_administrators(c, argv)
     name = _name(argv[2])
-    keys = c.server.tenants.delete(name, c)
-    c.server.audit.record(c, "tenant_delete", name=name, keys=keys)
+    keys = c.services.tenants.delete(name, c)
+    c.services.audit.record(c, "tenant_delete", name=name, keys=keys)
     c.reply.ok()
 
 
@@ -92,29 +92,29 @@ def cmd_tenant_set(c, argv):
     if not settings:
         raise CommandError("ERR TENANT SET needs at least one of QUOTA, POLICY, ARENA-GROUP, "
                            "ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE")
-    c.server.tenants.update(name, settings)
-    c.server.audit.record(c, "tenant_set", name=name, **_audited(settings))
+    c.services.tenants.update(name, settings)
+    c.services.audit.record(c, "tenant_set", name=name, **_audited(settings))
     c.reply.ok()
 
 
 def cmd_tenant_resetstat(c, argv):
     _for_administrators(c, argv)
     name = _name(argv[2])
-    c.server.tenants.reset_stats(name)
-    c.server.audit.record(c, "tenant_resetstat", name=name)
+    c.services.tenants.reset_stats(name)
+    c.services.audit.record(c, "tenant_resetstat", name=name)
     c.reply.ok()
 
 
 def cmd_tenant_list(c, argv):
     _for_administrators(c, argv)
-    c.reply.bulk_array([name.encode() for name in c.server.tenants.names()])
+    c.reply.bulk_array([name.encode() for name in c.services.tenants.names()])
 
 
 def cmd_tenant_info(c, argv):
     name = _name(argv[2])
     if c.tenant is not None and name != c.tenant:
         _for_administrators(c, argv)
-    fields = c.server.tenants.info(name)
+    fields = c.services.tenants.info(name)
     c.reply.map(len(fields))
     for key, value in fields:
         c.reply.bulk(key)

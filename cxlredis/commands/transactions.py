@@ -5,7 +5,7 @@ entry — write, delete, expiry, rename, flush — gives the key another
 generation, so EXEC aborts exactly when a watched key was touched, whichever
 client (or expiry) touched it.  One change leaves no trace in generations: a key
 WATCHed while absent, created and deleted again (Redis flags the client at the
-write).  So a client watching an absent key is in the server's absent_watchers
+write).  So a session watching an absent key is in services.watchers
 until the key appears (check_absent_watched_keys, after every command), which
 sets its watch_dirty.
 """
@@ -62,7 +62,7 @@ def cmd_watch(c, argv):
         if (c.db, key) not in c.watched:
             c.watched[(c.db, key)] = generation = c.store.key_generation(c.db, key)
             if not generation and not c.watch_dirty:
-                c.server.absent_watchers.add(c)
+                c.services.watchers.add(c)
     c.reply.ok()
 
 

@@ -13,7 +13,6 @@ import pytest
 import uvloop
 
 from cxlredis.cli import load_config
-from cxlredis.connection import Client
 from cxlredis.server import Server
 from conftest import encode_command, parse_reply, reply_end
 
@@ -63,7 +62,7 @@ async def connect(loop, server):
     ours, theirs = socket.socketpair()
     for sock in (ours, theirs):
         sock.setblocking(False)
-    _, client = await loop.connect_accepted_socket(lambda: Client(server), theirs)
+    _, client = await loop.connect_accepted_socket(server.new_connection, theirs)
     return Peer(loop, ours), client
 
 
@@ -127,4 +126,37 @@ def test_pinned_replies_survive_rewrites_while_the_reader_stalls(loop, server):
             await asyncio.sleep(0.01)
         assert (client.inflight_pins, server.store.stats()["pinned"]) == ([], 0)
         assert server.store.check() == []
+    run(loop, scenario())
+
+
+def test_handlers_get_a_call_context_and_never_the_connection_or_the_server(loop, server):
+    """What each handler is handed, caught at the handler itself: a CallContext whose
+    every attribute (and every service) is neither the connection nor the server."""
+    from cxlredis.commands import COMMANDS
+    from cxlredis.context import CallContext, Services
+
+    seen = []
+    spec = COMMANDS["echo"]
+    handler = spec.handler
+
+    def spy(c, argv):
+        seen.append(c)
+        handler(c, argv)
+
+    async def scenario():
+        peer, connection = await connect(loop, server)
+        spec.handler = spy
+        try:
+            assert await peer.request("ECHO", "hi") == b"hi"
+        finally:
+            spec.handler = handler
+        (c,) = seen
+        assert type(c) is CallContext and type(c.services) is Services
+        assert c is connection.session and c.store is server.store and c.id > 0
+        reachable = [getattr(c, name) for name in CallContext.__slots__]
+        reachable += [getattr(c.services, name) for name in Services.__slots__]
+        assert not any(part is connection or part is server for part in reachable)
+        # the narrow way back: a handler asks, the connection acts after the command
+        assert await peer.request("QUIT") == "OK"
+        assert c.close_after_command and connection.closing
     run(loop, scenario())

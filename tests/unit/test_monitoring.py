@@ -137,7 +137,7 @@ class Store:
 
 
 def monitoring(*argv):
-    return Monitoring(SimpleNamespace(config=Config.load(list(argv), environ={})))
+    return Monitoring(Config.load(list(argv), environ={}))
 
 
 def test_what_dispatch_hands_over():
@@ -147,10 +147,10 @@ def test_what_dispatch_hands_over():
     assert m.watch_from_us == NEVER
     m.config.set([("latency-monitor-threshold", "2")])
     assert m.watch_from_us == 2000
-    client = SimpleNamespace(id=1, closing=False, tenant=None)
-    m.monitors.add(client)
+    connection = SimpleNamespace(closing=False, session=SimpleNamespace(id=1, tenant=None))
+    m.monitors.add(connection)
     assert m.watch_from_us == 0
-    m.monitors.discard(client)
+    m.monitors.discard(connection)
     assert m.watch_from_us == 2000
     m.config.set([("slowlog-log-slower-than", "100"), ("latency-monitor-threshold", "0")])
     assert m.watch_from_us == 100

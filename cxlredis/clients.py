@@ -1,0 +1,134 @@
+"""The open connections of a server, as the services see them.
+
+Commands and services name a connection by its session (context.CallContext);
+this registry holds the connections themselves and does for a session what
+needs its connection: describe it (CLIENT LIST, ACL LOG), close it, drop the
+arena blocks its half-received arguments hold, make it a MONITOR."""
+import socket
+import time
+
+from .sessions import watched_keys_changed
+
+
+class Clients:
+    def __init__(self, config, stats, monitors):
+        self.config = config
+        self.stats = stats
+        self.by_id = {}              # id → connection (connection.Client)
+        self.monitors = monitors     # monitoring.Monitors, which writes to connections
+        self.next_id = 1
+
+    def __len__(self):
+        return len(self.by_id)
+
+    def connections(self):
+        return list(self.by_id.values())
+
+    def sessions(self):
+        """Every session, by id."""
+        return [self.by_id[ident].session for ident in sorted(self.by_id)]
+
+    def connected(self, connection):
+        """Admit a new connection (False: refused, with the reply why, over maxclients)."""
+        self.stats.total_connections_received += 1
+        session = connection.session
+        if len(self.by_id) >= self.config["maxclients"]:
+            self.stats.rejected_connections += 1
+            session.reply.error("ERR max number of clients reached")
+            return False
+        session.id = self.next_id
+        self.next_id += 1
+        self.by_id[session.id] = connection
+        if connection.fd >= 0 and not session.unix:
+            _set_keepalive(connection.transport.get_extra_info("socket"), self.config["tcp-keepalive"])
+        return True
+
+    def unregister(self, connection):
+        if self.by_id.get(connection.session.id) is connection:
+            del self.by_id[connection.session.id]
+            self.monitors.discard(connection)
+
+    def disconnect(self, sessions, caller):
+        """Close the sessions' connections: at once, except the caller's, which gets the
+        reply of the command it runs first (as Redis closes a client that kills itself)."""
+        for session in sessions:
+            connection = self.by_id.get(session.id)
+            if connection is None:
+                continue
+            if session is caller:
+                session.close_after_command = True
+            else:
+                connection.close()
+
+    def release_reservations(self, session):
+        connection = self.by_id.get(session.id)
+        if connection is not None:
+            connection.release_reservations()
+
+    def start_monitor(self, session):
+        session.monitoring = True
+        self.monitors.add(self.by_id[session.id])
+
+    def stop_monitor(self, session):
+        session.monitoring = False
+        connection = self.by_id.get(session.id)
+        if connection is not None:
+            self.monitors.discard(connection)
+
+    def info_line(self, session, running=None):
+        return info_line(self.by_id[session.id], running)
+
+
+def client_flags(connection):
+    """Redis's flag letters, in its order: O monitor, x MULTI, d a watched key changed,
+    c closing after the reply, U unix socket, e no-evict; N for none."""
+    s = connection.session
+    flags = "O" if s.monitoring else ""
+    if s.multi is not None:
+        flags += "x"
+    if s.watched and watched_keys_changed(s):
+        flags += "d"
+    if connection.closing:
+        flags += "c"
+    if s.unix:
+        flags += "U"
+    if s.no_evict:
+        flags += "e"
+    return flags or "N"
+
+
+def info_line(connection, running=None):
+    """One CLIENT LIST line: Redis 7.0's fields in its order, then those of Redis 7.2's
+    CLIENT SETINFO, then cxlredis's own tenant. `running` is the command the client is
+    running (CLIENT LIST/INFO itself, for the caller): its arguments are argv-mem. Buffer
+    fields are cxlredis's: qbuf the bytes received and not yet parsed, obl the reply bytes
+    not yet handed to the transport, oll the arena values they reference, omem the bytes
+    the transport still holds; Redis's buffer-capacity fields (qbuf-free, rbs, rbp) are 0."""
+    s = connection.session
+    now = time.monotonic()
+    qbuf = connection.parser.buffered
+    argv_mem = sum(len(arg) for arg in running) if running else 0
+    multi_mem = sum(len(arg) for queued in s.multi for arg in queued) if s.multi else 0
+    obl = s.reply.pending
+    omem = connection.transport.get_write_buffer_size() if connection.transport is not None else 0
+    events = ("" if connection.reading_paused else "r") + ("w" if omem else "")
+    return (f"id={s.id} addr={s.addr} laddr={s.laddr} fd={connection.fd} "
+            f"name={s.name.decode('utf-8', 'replace')} age={int(now - s.created)} "
+            f"idle={int(now - connection.last_interaction)} flags={client_flags(connection)} "
+            f"db={s.db} sub=0 psub=0 ssub=0 multi={len(s.multi) if s.multi is not None else -1} "
+            f"qbuf={qbuf} qbuf-free=0 argv-mem={argv_mem} multi-mem={multi_mem} rbs=0 rbp=0 "
+            f"obl={obl} oll={len(connection.inflight_pins)} omem={omem} "
+            f"tot-mem={qbuf + argv_mem + multi_mem + obl + omem} events={events} "
+            f"cmd={s.last_command} user={s.user.name.decode('utf-8', 'replace')} redir=-1 "
+            f"resp={s.protocol} lib-name={s.lib_name.decode('utf-8', 'replace')} "
+            f"lib-ver={s.lib_ver.decode('utf-8', 'replace')} tenant={s.tenant or ''}")
+
+
+def _set_keepalive(sock, interval):
+    if sock is None or not interval or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(interval // 3, 1))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)

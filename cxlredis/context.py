@@ -1,0 +1,95 @@
+"""What a command handler is given: its call context, and the services behind it.
+
+A handler is `handler(c, argv)`, with `c` a CallContext: the session of the
+connection the command came on (who it is, which tenant and db, the protocol,
+MULTI/WATCH state), the keyspace bound to that tenant, the reply writer, and
+`c.services`, the shared services a command may use. A handler reaches nothing
+else: not the connection (its transport, buffers and limits belong to
+connection.py) and not the server. The connection acts on what a handler asks
+for through the context's flags (close_after_command) once the command is done.
+"""
+from .slots import SlotArg, release_slots
+
+
+class Services:
+    """The shared parts a command may use, handed over by the composition root
+    (Server). Functions stand in where a command needs one answer from the server
+    and nothing more of it (INFO's text, the arena check, the shutdown request)."""
+
+    __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring",
+                 "clients", "watchers", "version", "lastsave", "info", "check_arenas",
+                 "reset_stats", "request_shutdown", "check_shutdown_allowed")
+
+    def __init__(self, **parts):
+        for name in self.__slots__:
+            setattr(self, name, parts.pop(name))
+        if parts:
+            raise TypeError(f"unknown services: {', '.join(parts)}")
+
+
+class CallContext:
+    """One connection's session, as every command on it sees it (see the module docstring).
+
+    store is the keyspace of the session's tenant: DESIGN.md's promise that a command
+    cannot reach another tenant's keys holds because this is the only store a handler
+    has (tenants.Tenants.bind sets it; services never hand out another)."""
+
+    __slots__ = ("services", "reply", "store", "id", "name", "lib_name", "lib_ver", "addr",
+                 "laddr", "unix", "local", "created", "db", "protocol", "multi", "multi_dirty",
+                 "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
+                 "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued")
+
+    def __init__(self, services, reply, store, created, dispatch_queued):
+        self.services = services
+        self.reply = reply
+        self.store = store
+        self.id = 0
+        self.name = self.lib_name = self.lib_ver = b""
+        self.addr = self.laddr = ""
+        self.unix = False            # came through the unix socket
+        self.local = False           # the unix socket or a loopback peer (protected actions)
+        self.created = created
+        self.db = 0
+        self.protocol = 2
+        self.multi = None            # queued argv lists while in MULTI
+        self.multi_dirty = False     # an error while queueing: EXEC answers EXECABORT
+        self.watched = {}            # (db, key) → generation when WATCHed
+        self.watch_dirty = False     # a key WATCHed while absent was created since
+        self.reply_mode = "on"       # CLIENT REPLY on|off|skip
+        self.no_evict = False
+        self.last_command = "NULL"
+        self.user = None             # the ACL user, and whether it authenticated (acl.Acl.attach)
+        self.authenticated = False
+        self.tenant = None           # the tenant's name, None for an administrator (tenants.bind)
+        self.monitoring = False      # in MONITOR mode (a replica to Redis: no keyspace commands)
+        self.close_after_command = False    # QUIT, CLIENT KILL of itself, ...: reply, then close
+        self.dispatch_queued = dispatch_queued
+
+    def set_protocol(self, protover):
+        self.protocol = protover
+        self.reply.protocol = protover
+
+    def store_value(self, key, value, expire_at=-1, keep_ttl=False):
+        """Store a string value under key in the current db, zero-copy when it arrived in a slot."""
+        if isinstance(value, SlotArg):
+            return value.commit(self.db, key, expire_at, keep_ttl)
+        return self.store.set(self.db, key, value, expire_at, 0, keep_ttl)
+
+    def unwatch_all(self):
+        self.watched.clear()
+        self.watch_dirty = False
+        self.services.watchers.discard(self)
+
+    def discard_multi(self):
+        if self.multi is not None:
+            for argv in self.multi:
+                release_slots(argv)
+        self.multi = None
+        self.multi_dirty = False
+
+    def run_queued(self, argv):
+        """Run a command EXEC takes from the MULTI queue, through dispatch."""
+        self.dispatch_queued(self, argv)
+
+    def close_after_reply(self):
+        self.close_after_command = True
