@@ -8,6 +8,7 @@ from . import __version__
 from ._store import ArenaError
 from .acl import check_user_directive
 from .config import Config, ConfigError
+from .server import Server, setup_logging
 from .tenants import parse_directive
 
 USAGE = """Usage: cxlredis-server [/path/to/cxlredis.conf] [options]
@@ -58,8 +59,6 @@ def main(argv=None):
         return 1
     if config["dir"]:
         os.chdir(config["dir"])
-    # Imported late so --help works before the Cython core is built.
-    from .server import Server, setup_logging
     setup_logging(config)
     log = logging.getLogger("cxlredis")
     log.notice("cxlredis %s starting, pid=%d", __version__, os.getpid())

@@ -3,8 +3,7 @@ import logging
 
 from .. import acl as rules
 from .. import errors
-# The registry imports this module while it builds, so it is read at call time.
-from .. import commands as registry
+from . import registry
 from ..audit import redacted_rule
 from ..errors import CommandError
 from .args import parse_int, upper

@@ -6,7 +6,7 @@ the server, not about anyone's data, and are the same for everyone.
 """
 import time
 
-from .. import commands as registry   # being built when this module loads: read at call time
+from . import registry
 from .. import errors
 from ..errors import CommandError
 from .args import is_int64

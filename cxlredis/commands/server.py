@@ -5,8 +5,7 @@ from .. import errors, protected
 from .._store import glob_match
 from ..config import ConfigSetError
 from ..errors import CommandError
-# The registry imports this module while it builds, so it is read at call time.
-from .. import commands as registry
+from . import registry
 from .args import upper
 from .keyspecs import key_positions
 from .connection import reply_help
