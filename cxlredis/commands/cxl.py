@@ -170,7 +170,7 @@ def cmd_cxl_mgetref(c, argv):
         # already taken (a miss is a nil, as in GETREF)
         for ref in refs:
             if ref is not None:
-                c.services.leases.end(c.services.leases.by_id[ref[3]])
+                c.services.leases.end(c.services.leases.owned(c, ref[3]))
         raise
     c.reply.array(len(refs))
     for ref in refs:

@@ -10,8 +10,10 @@ COMMAND_MODULES = sorted((PACKAGE / "commands").glob("*.py"))
 # What a command module may not import: the connection, the server, dispatch and the
 # subsystems it is handed through c.services instead.
 FORBIDDEN_IMPORTS = {"connection", "server", "dispatch", "clients", "tls", "cli", "prometheus"}
-# What a handler may not reach through its context: the connection's I/O and the server.
-FORBIDDEN_ATTRIBUTES = {"server", "transport", "parser", "inflight_pins", "session"}
+# What a handler may not reach through its context: the server, and connections (their I/O,
+# or the connection objects the services hold: clients.Clients names them by session).
+FORBIDDEN_ATTRIBUTES = {"server", "transport", "parser", "inflight_pins", "session", "connections",
+                        "by_id", "monitors"}
 
 
 def imported_modules(tree):
