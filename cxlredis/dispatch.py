@@ -13,7 +13,7 @@ import logging
 import time
 
 from . import acl, errors, protected
-from ._store import OutOfMemory, TenantError
+from ._store import OutOfMemory, TenantError, WrongType
 from .commands import lookup
 from .sessions import check_absent_watched_keys, watched_keys_changed
 from .errors import CommandError
@@ -104,9 +104,10 @@ def call(c, spec, argv):
             spec.handler(c, argv)
         else:
             with_reply_mode(c, lambda: spec.handler(c, argv))
-    except (CommandError, OutOfMemory, TenantError) as e:
+    except (CommandError, OutOfMemory, WrongType, TenantError) as e:
         # TenantError: what a tenant's namespace does not offer (SWAPDB)
         text = (errors.OOM if isinstance(e, OutOfMemory)
+                else errors.WRONGTYPE if isinstance(e, WrongType)
                 else f"ERR {e}" if isinstance(e, TenantError) else str(e))
         _unpin(c, c.reply.rollback(mark))
         failed = True

@@ -32,6 +32,7 @@ import itertools
 import time
 
 from .errors import CommandError
+from .slots import SlotArg
 
 REF, SLOT = "ref", "slot"
 # How a refusal starts (after "ERR "): LocalClient recognises it and falls back to RESP.
@@ -53,6 +54,16 @@ class Lease:
         self.cost = cost                 # bytes counted against the keyspace's lease cap
         self.db = self.key = None        # a slot's destination
         self.ttl_ms = None               # a slot's EX/PX, applied at commit
+
+    @property
+    def mapped_offset(self):
+        """Where a process mapping the backing finds the leased value (or fills a slot)."""
+        return self.store.value_offset(self.off)
+
+    def commit(self, expire_at):
+        """A slot's value becomes its key's, as a value received into a slot does (SET):
+        visible at once, whole, in the keyspace the block was reserved in."""
+        SlotArg(self.store, self.off, self.store.value_len(self.off)).commit(self.db, self.key, expire_at)
 
 
 class Leases:
@@ -120,19 +131,23 @@ class Leases:
         heapq.heappush(self._schedule, (lease.frees, lease.id))
         return lease
 
-    def reference(self, client, off, key):
-        """Pin live entry `off` (under key) of the client's keyspace for it; returns the
-        lease, or raises CommandError past the lease cap."""
+    def reference(self, client, entry, key):
+        """Pin live `entry` (under key, found in the client's keyspace) for it; returns
+        the lease, or raises CommandError past the lease cap."""
         store = client.store
-        cost = self.cost(store, len(key), store.value_len(off))
+        cost = self.cost(store, len(key), entry.value_len)
         self.admit(client, REF, cost)
-        store.pin(off)
+        _, off = entry.pin()
         return self._add(REF, store, off, client.id, cost)
 
-    def slot(self, client, off, db, key, ttl_ms, cost):
-        """Own block `off`, reserved in the client's keyspace (admitted at `cost`), on the
-        client's behalf, to be committed there under (db, key)."""
-        lease = self._add(SLOT, client.store, off, client.id, cost)
+    def slot(self, client, nbytes, db, key, ttl_ms):
+        """Reserve a block of nbytes in the client's keyspace and own it on the client's
+        behalf, to be committed there under (db, key): CommandError past the lease cap,
+        OutOfMemory when the keyspace has no room (nothing reserved either way)."""
+        store = client.store
+        cost = self.cost(store, len(key), nbytes)
+        self.admit(client, SLOT, cost)
+        lease = self._add(SLOT, store, store.reserve(nbytes, len(key)), client.id, cost)
         lease.db, lease.key, lease.ttl_ms = db, key, ttl_ms
         return lease
 

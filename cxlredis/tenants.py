@@ -193,21 +193,6 @@ def own_keyspace(store):
     return store.own if type(store) is TenantKeyspace else store
 
 
-def _by_offset(name):
-    """A Keyspace offset method run on whichever granted namespace holds the entry."""
-    method = getattr(Keyspace, name)
-
-    def on_holder(self, off, *args):
-        try:
-            return method(self.own, off, *args)
-        except ValueError:
-            return method(self.holder(off), off, *args)
-
-    on_holder.__name__ = name
-    on_holder.__doc__ = f"Keyspace.{name}, for an entry of the tenant or of a namespace it may read."
-    return on_holder
-
-
 def _own(name):
     """A Keyspace method that only ever concerns the tenant's own namespace."""
     method = getattr(Keyspace, name)
@@ -225,7 +210,7 @@ class TenantKeyspace:
     Namespace, with reads falling through to the namespaces it may read and `ns:` keys
     routed to the namespaces it may write (the rules are in the module docstring)."""
 
-    __slots__ = ("own", "readable", "routes", "holders", "writable")
+    __slots__ = ("own", "readable", "routes", "writable")
 
     def __init__(self, own, readable, writable):
         """own: the tenant's Namespace; readable: Namespaces in fall-through order;
@@ -235,7 +220,6 @@ class TenantKeyspace:
         self.readable = tuple(readable)
         self.routes = tuple((name.encode("ascii") + b":", ns) for name, ns in writable)
         self.writable = frozenset(ns.tenant for _, ns in writable)
-        self.holders = tuple({ns.tenant: ns for ns in (*self.readable, *(n for _, n in writable))}.values())
 
     def __repr__(self):
         return f"<TenantKeyspace of tenant {self.own.tenant}>"
@@ -249,23 +233,13 @@ class TenantKeyspace:
                 return ns, key[len(prefix):]
         return self.own, key
 
-    def fall_through(self, db, key, touch=True, stats=True):
-        """(namespace, offset) of the first readable namespace holding key, or (None, 0)."""
+    def fall_through(self, db, key, touch=True, stats=True, type=-1):
+        """The entry for key in the first readable namespace holding it, or None."""
         for ns in self.readable:
-            off = ns.lookup(db, key, touch, stats)
-            if off:
-                return ns, off
-        return None, 0
-
-    def holder(self, off):
-        """The granted namespace whose entry is at off; ValueError if none."""
-        for ns in self.holders:
-            try:
-                ns.generation(off)
-            except ValueError:
-                continue
-            return ns
-        raise ValueError(f"offset {off} is not an entry tenant {self.own.tenant} may read")
+            entry = ns.find(db, key, touch, stats, type)
+            if entry is not None:
+                return entry
+        return None
 
     def read_only(self, ns):
         return CommandError(f"ERR the key is in shared namespace '{ns.name}', read-only for "
@@ -299,12 +273,13 @@ class TenantKeyspace:
 
     # -- reads
 
-    def lookup(self, db, key, touch=True, stats=True):
+    def find(self, db, key, touch=True, stats=True, type=-1):
+        """Keyspace.find; an entry found through fall-through names its own namespace."""
         ns, key = self.route(key)
-        off = ns.lookup(db, key, touch, stats)
-        if off or ns is not self.own:
-            return off
-        return self.fall_through(db, key, touch, stats)[1]
+        entry = ns.find(db, key, touch, stats, type)
+        if entry is not None or ns is not self.own:
+            return entry
+        return self.fall_through(db, key, touch, stats, type)
 
     def key_generation(self, db, key):
         ns, key = self.route(key)
@@ -317,17 +292,9 @@ class TenantKeyspace:
                 return generation
         return 0
 
-    value_len = _by_offset("value_len")
-    view = _by_offset("view")
-    value_bytes = _by_offset("value_bytes")
-    entry_type = _by_offset("entry_type")
-    expire_at = _by_offset("expire_at")
-    idle_ms = _by_offset("idle_ms")
-    generation = _by_offset("generation")
-    block_size = _by_offset("block_size")
-    lfu_counter = _by_offset("lfu_counter")
-    pin = _by_offset("pin")
-    unpin = _by_offset("unpin")
+    # blocks reserved in the tenant's own namespace (slots.SlotArg, leases.Lease, MONITOR)
+    view = _own("view")
+    value_len = _own("value_len")
 
     # -- writes
 
@@ -352,19 +319,19 @@ class TenantKeyspace:
 
     def _copy_up(self, db, key):
         """Give the tenant its own copy of a key it sees through fall-through."""
-        if self.own.lookup(db, key, False, False):
+        if self.own.find(db, key, False, False) is not None:
             return
-        ns, off = self.fall_through(db, key, True, False)
-        if off:
-            self._copy_entry(ns, off, self.own, db, key)
+        entry = self.fall_through(db, key, True, False)
+        if entry is not None:
+            self._copy_entry(entry, self.own, db, key)
 
     @staticmethod
-    def _copy_entry(src, off, dst, db, key):
-        src.pin(off)     # the write may need room: never by evicting what it copies
+    def _copy_entry(entry, dst, db, key):
+        arena, off = entry.pin()     # the write may need room: never by evicting what it copies
         try:
-            dst.set(db, key, src.view(off), src.expire_at(off), src.entry_type(off))
+            dst.set(db, key, entry.view(), entry.expire_at, entry.type)
         finally:
-            src.unpin(off)
+            arena.unpin(off)
 
     def append(self, db, key, data):
         ns, key = self.route(key)
@@ -378,14 +345,11 @@ class TenantKeyspace:
             self._copy_up(db, key)
         return ns.setrange(db, key, offset, data)
 
-    def set_expire(self, off, at_ms):
-        try:
-            return self.own.set_expire(off, at_ms)
-        except ValueError:
-            ns = self.holder(off)
-        if ns.tenant not in self.writable:
+    def set_expire(self, entry, at_ms):
+        ns = entry.store
+        if ns is not self.own and ns.tenant not in self.writable:
             raise self.read_only(ns)
-        return ns.set_expire(off, at_ms)
+        return ns.set_expire(entry, at_ms)
 
     def delete(self, db, key):
         ns, key = self.route(key)
@@ -393,9 +357,10 @@ class TenantKeyspace:
             return ns.delete(db, key)
         if self.own.delete(db, key):
             return True
-        shared, off = self.fall_through(db, key, False, False)
-        if not off:
+        entry = self.fall_through(db, key, False, False)
+        if entry is None:
             return False
+        shared = entry.store
         if shared.tenant not in self.writable:
             raise self.read_only(shared)
         return shared.delete(db, key)
@@ -403,28 +368,28 @@ class TenantKeyspace:
     def copy(self, db, key, dstdb, dstkey, replace=False):
         src, key = self.route(key)
         dst, dstkey = self.route(dstkey)
-        off = src.lookup(db, key, True, False)
-        if not off and src is self.own:
-            src, off = self.fall_through(db, key, True, False)
-        if not off:
+        entry = src.find(db, key, True, False)
+        if entry is None and src is self.own:
+            entry = self.fall_through(db, key, True, False)
+        if entry is None:
             return False
-        if src is dst:
+        if entry.store is dst:
             return dst.copy(db, key, dstdb, dstkey, replace)
-        if not replace and dst.lookup(dstdb, dstkey, False, False):
+        if not replace and dst.find(dstdb, dstkey, False, False) is not None:
             return False
-        self._copy_entry(src, off, dst, dstdb, dstkey)
+        self._copy_entry(entry, dst, dstdb, dstkey)
         return True
 
     def rename(self, db, key, dstdb, dstkey):
         src, key = self.route(key)
         dst, dstkey = self.route(dstkey)
-        if src is self.own and not src.lookup(db, key, False, False):
-            shared, off = self.fall_through(db, key, False, False)
-            if not off:
+        if src is self.own and src.find(db, key, False, False) is None:
+            entry = self.fall_through(db, key, False, False)
+            if entry is None:
                 return False
-            if shared.tenant not in self.writable:
-                raise self.read_only(shared)
-            src = shared
+            src = entry.store
+            if src.tenant not in self.writable:
+                raise self.read_only(src)
         if src is not dst:
             raise CommandError("ERR a key cannot be renamed into another namespace (write both "
                                "names with the same shared prefix, or neither)")

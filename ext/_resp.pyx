@@ -815,16 +815,16 @@ cdef class ReplyWriter:
     def bulk(self, data):
         self._bulk_from(data)
 
-    def entry(self, store, unsigned long long off, Py_ssize_t start=0, Py_ssize_t stop=-1):
-        """A bulk reply of the value of store's (a Keyspace's) entry `off`, or of its
+    def entry(self, entry, Py_ssize_t start=0, Py_ssize_t stop=-1):
+        """A bulk reply of the value of `entry` (what Keyspace.find found), or of its
         bytes [start, stop) (stop -1: to the end). The one place that chooses between
         copying arena bytes and sending them by reference, reading the threshold as it
         is now: below it they are copied here; at or above it the entry is pinned and
-        its bytes queued, and the pin's token (arena, off) comes back from the flush()
+        its bytes queued, and the pin's token (arena, offset) comes back from the flush()
         that hands them over (or from rollback() / discard()), for the caller to unpin."""
         cdef Py_buffer info
         cdef Py_ssize_t n
-        view = store.view(off)
+        view = entry.view()
         if start or stop >= 0:
             view = view[start:stop] if stop >= 0 else view[start:]
         PyObject_GetBuffer(view, &info, PyBUF_SIMPLE)
@@ -834,8 +834,8 @@ cdef class ReplyWriter:
                 return self._copied_bulk(<const char *>info.buf, n)
         finally:
             PyBuffer_Release(&info)
-        store.pin(off)     # the token names the arena: it unpins even after the tenant is gone
-        self._tokens.append((store.arena, off))
+        # the token names the arena: it unpins even after the tenant is gone
+        self._tokens.append(entry.pin())
         self._header(b'$', n)
         self._queue(view, n)
         self._put(b"\r\n", 2)

@@ -1943,6 +1943,10 @@ class OutOfMemory(Exception):
     """No room for a write, even after evicting what the policy allows."""
 
 
+class WrongType(Exception):
+    """find(type=...) met a key holding another type (the command answers -WRONGTYPE)."""
+
+
 class TenantError(Exception):
     """A tenant operation that cannot be done: no such tenant (or it was dropped), a
     name already taken, no free slot, or what a tenant namespace does not offer."""
@@ -2295,6 +2299,65 @@ cdef cx_entry* ks_entry(Keyspace ks, Arena a, uint64_t off, unsigned states) exc
     return e
 
 
+cdef class Entry:
+    """A live entry a lookup found (Keyspace.find): the keyspace holding it and, kept
+    from Python, its offset. Each read goes through that keyspace's checks (a live or
+    pinned entry of its tenant), so an Entry held past its entry's end raises ValueError
+    rather than reading a reused block."""
+    cdef readonly object store           # the keyspace holding it (a granted one, for fall-through)
+    cdef uint64_t off
+    cdef readonly int type               # TYPE_STRING, TYPE_HASH
+
+    @property
+    def value_len(self):
+        return self.store.value_len(self.off)
+
+    @property
+    def expire_at(self):
+        return self.store.expire_at(self.off)
+
+    @property
+    def idle_ms(self):
+        return self.store.idle_ms(self.off)
+
+    @property
+    def generation(self):
+        return self.store.generation(self.off)
+
+    @property
+    def block_size(self):
+        return self.store.block_size(self.off)
+
+    @property
+    def lfu_counter(self):
+        return self.store.lfu_counter(self.off)
+
+    @property
+    def mapped_offset(self):
+        """Where a process mapping the arena's backing finds the value (the CXL family)."""
+        return self.store.value_offset(self.off)
+
+    def view(self):
+        return self.store.view(self.off)
+
+    def value_bytes(self):
+        return self.store.value_bytes(self.off)
+
+    def pin(self):
+        """Keep the bytes from being freed or reused; returns the token (arena, offset)
+        whose `arena.unpin(offset)` lets them go (ReplyWriter's tokens)."""
+        self.store.pin(self.off)
+        return (self.store.arena, self.off)
+
+
+cdef Entry new_entry(object store, uint64_t off, int type):
+    cdef Entry e = Entry.__new__(Entry)
+    e.store = store
+    e.off = off
+    e.type = type
+    return e
+
+
 cdef class Keyspace:
     """One tenant's keys, as (tenant, db, key): the keyed and keyspace operations of the
     arena, bound to a tenant. An Arena is the default tenant's (tenant 0) keyspace;
@@ -2319,6 +2382,18 @@ cdef class Keyspace:
                         &a.checksum_failures if a.checksums and stats else NULL)
         buf_close(&k)
         return off
+
+    def find(self, int db, key, bint touch=True, bint stats=True, int type=-1):
+        """lookup() as handlers use it: the Entry for key, or None if it is missing;
+        WrongType if `type` is given and the entry holds another."""
+        cdef uint64_t off = self.lookup(db, key, touch, stats)
+        cdef int found
+        if not off:
+            return None
+        found = CX_E(ks_arena(self).base, off).type & CX_TYPE_MASK
+        if type >= 0 and found != type:
+            raise WrongType()
+        return new_entry(self, off, found)
 
     def value_len(self, uint64_t off):
         return ks_entry(self, ks_arena(self), off, ANY_ALLOCATED).value_len
@@ -2558,11 +2633,14 @@ cdef class Keyspace:
         finally:
             buf_close(&k)
 
-    def set_expire(self, uint64_t off, int64_t at_ms):
-        """Set the absolute expiry in ms (-1 = persist); bumps the generation."""
+    def set_expire(self, Entry entry, int64_t at_ms):
+        """Set entry's absolute expiry in ms (-1 = persist); bumps the generation."""
         cdef Arena a = ks_arena(self)
-        ks_entry(self, a, off, LIVE_ONLY)
-        cx_set_expire(a.base, off, at_ms, cx_now_ms())
+        if entry.store is not self:
+            raise ValueError(f"the entry found by {entry.store!r} is not an entry of tenant {self.tenant} "
+                             "in this keyspace")
+        ks_entry(self, a, entry.off, LIVE_ONLY)
+        cx_set_expire(a.base, entry.off, at_ms, cx_now_ms())
 
     def delete(self, int db, key):
         cdef Arena a = ks_arena(self)

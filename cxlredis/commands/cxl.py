@@ -20,10 +20,9 @@ import os
 import time
 
 from .. import errors
-from .._store import TYPE_STRING, now_ms
+from .._store import TYPE_STRING, WrongType, now_ms
 from ..errors import CommandError
 from ..leases import SLOT
-from ..slots import SlotArg
 from .args import INT64_MAX, parse_int, upper
 from .connection import reply_help
 
@@ -134,15 +133,12 @@ def cmd_cxl_info(c, argv):
 
 def _reference(c, key):
     """A leased reference to key's string value, or None when missing; WRONGTYPE otherwise."""
-    store = c.store
-    off = store.lookup(c.db, key)
-    if not off:
+    entry = c.store.find(c.db, key, type=TYPE_STRING)
+    if entry is None:
         return None
-    if store.entry_type(off) != TYPE_STRING:
-        raise CommandError(errors.WRONGTYPE)
-    lease = c.services.leases.reference(c, off, key)      # past the lease cap: refused
-    return (store.value_offset(off), store.value_len(off), store.generation(off), lease.id,
-            c.services.config["cxl-lease-ms"], off)
+    lease = c.services.leases.reference(c, entry, key)      # past the lease cap: refused
+    return (entry.mapped_offset, entry.value_len, entry.generation, lease.id,
+            c.services.config["cxl-lease-ms"], lease.off)
 
 
 def _reply_reference(c, ref):
@@ -165,7 +161,7 @@ def cmd_cxl_mgetref(c, argv):
     try:
         for key in argv[2:]:
             refs.append(_reference(c, key))
-    except CommandError:
+    except (CommandError, WrongType):
         # all or nothing: a WRONGTYPE key, or one past the lease cap, ends the leases
         # already taken (a miss is a nil, as in GETREF)
         for ref in refs:
@@ -218,15 +214,10 @@ def cmd_cxl_reserve(c, argv):
     if nbytes > c.services.config["proto-max-bulk-len"]:
         raise CommandError(errors.STRING_TOO_LONG)
     ttl_ms = _expiry_ms(argv)
-    store = c.store
-    leases = c.services.leases
-    cost = leases.cost(store, len(key), nbytes)
-    leases.admit(c, SLOT, cost)                 # past the lease cap: refused, nothing reserved
-    off = store.reserve(nbytes, len(key))       # OutOfMemory answers -OOM
-    lease = leases.slot(c, off, c.db, key, ttl_ms, cost)
+    lease = c.services.leases.slot(c, nbytes, c.db, key, ttl_ms)   # past the cap or OOM: refused
     c.reply.array(4)
     c.reply.integer(lease.id)
-    c.reply.integer(store.value_offset(off))
+    c.reply.integer(lease.mapped_offset)
     c.reply.integer(nbytes)
     c.reply.integer(c.services.config["cxl-lease-ms"])
 
@@ -250,8 +241,7 @@ def cmd_cxl_commit(c, argv):
     expire_at = -1 if lease.ttl_ms is None else now_ms() + lease.ttl_ms
     # the commit path of a value received into a slot (SET): visible at once, whole; in
     # the keyspace the block was reserved in, whatever the connection is bound to now
-    store = lease.store
-    SlotArg(store, lease.off, store.value_len(lease.off)).commit(lease.db, lease.key, expire_at)
+    lease.commit(expire_at)
     leases.committed(lease)
     c.reply.ok()
 

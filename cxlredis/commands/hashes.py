@@ -51,25 +51,22 @@ def decode(data):
     return {field: bytes(view[start:stop]) for field, (start, stop) in value_ranges(view).items()}
 
 
-def lookup_hash(c, key, for_write=False):
-    """The entry of the hash at key (0 when missing); WRONGTYPE for another type. A write's
-    lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
-    off = c.store.lookup(c.db, key, stats=not for_write)
-    if off and c.store.entry_type(off) != TYPE_HASH:
-        raise CommandError(errors.WRONGTYPE)
-    return off
+def find_hash(c, key, for_write=False):
+    """The entry of the hash at key (None when missing); WRONGTYPE for another type. A
+    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
+    return c.store.find(c.db, key, stats=not for_write, type=TYPE_HASH)
 
 
 def read_hash(c, key, for_write=False):
     """The hash at key as a dict ({} when missing); WRONGTYPE for another type."""
-    off = lookup_hash(c, key, for_write)
-    return decode(c.store.view(off)) if off else {}
+    entry = find_hash(c, key, for_write)
+    return decode(entry.view()) if entry is not None else {}
 
 
 def read_ranges(c, key):
     """(entry, field -> value range) of the hash at key, for replies straight from it."""
-    off = lookup_hash(c, key)
-    return off, (value_ranges(c.store.view(off)) if off else {})
+    entry = find_hash(c, key)
+    return entry, (value_ranges(entry.view()) if entry is not None else {})
 
 
 def write_hash(c, key, fields):
@@ -115,31 +112,31 @@ def cmd_hsetnx(c, argv):
 
 
 def cmd_hget(c, argv):
-    off, ranges = read_ranges(c, argv[1])
+    entry, ranges = read_ranges(c, argv[1])
     span = ranges.get(bytes(argv[2]))
     if span is None:
         c.reply.null()
     else:
-        c.reply.entry(c.store, off, *span)
+        c.reply.entry(entry, *span)
 
 
 def cmd_hmget(c, argv):
-    off, ranges = read_ranges(c, argv[1])
+    entry, ranges = read_ranges(c, argv[1])
     c.reply.array(len(argv) - 2)
     for field in argv[2:]:
         span = ranges.get(bytes(field))
         if span is None:
             c.reply.null()
         else:
-            c.reply.entry(c.store, off, *span)
+            c.reply.entry(entry, *span)
 
 
 def cmd_hgetall(c, argv):
-    off, ranges = read_ranges(c, argv[1])
+    entry, ranges = read_ranges(c, argv[1])
     c.reply.map(len(ranges))
     for field, span in ranges.items():
         c.reply.bulk(field)
-        c.reply.entry(c.store, off, *span)
+        c.reply.entry(entry, *span)
 
 
 def cmd_hkeys(c, argv):
@@ -147,10 +144,10 @@ def cmd_hkeys(c, argv):
 
 
 def cmd_hvals(c, argv):
-    off, ranges = read_ranges(c, argv[1])
+    entry, ranges = read_ranges(c, argv[1])
     c.reply.array(len(ranges))
     for span in ranges.values():
-        c.reply.entry(c.store, off, *span)
+        c.reply.entry(entry, *span)
 
 
 def cmd_hdel(c, argv):

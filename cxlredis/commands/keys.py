@@ -50,17 +50,17 @@ cmd_unlink = cmd_del
 
 def cmd_exists(c, argv):
     store, db = c.store, c.db
-    c.reply.integer(sum(1 for key in argv[1:] if store.lookup(db, key, touch=False)))
+    c.reply.integer(sum(1 for key in argv[1:] if store.find(db, key, touch=False) is not None))
 
 
 def cmd_touch(c, argv):
     store, db = c.store, c.db
-    c.reply.integer(sum(1 for key in argv[1:] if store.lookup(db, key)))
+    c.reply.integer(sum(1 for key in argv[1:] if store.find(db, key) is not None))
 
 
 def cmd_type(c, argv):
-    off = c.store.lookup(c.db, argv[1], touch=False)
-    c.reply.simple(TYPE_NAMES[c.store.entry_type(off)] if off else "none")
+    entry = c.store.find(c.db, argv[1], touch=False)
+    c.reply.simple(TYPE_NAMES[entry.type] if entry is not None else "none")
 
 
 # --- expiry --------------------------------------------------------------
@@ -95,11 +95,11 @@ def _expire(c, argv, scale, relative, command):
         raise CommandError(errors.invalid_expire(command))
     when += base
     store, key = c.store, argv[1]
-    off = store.lookup(c.db, key, stats=False)
-    if not off:
+    entry = store.find(c.db, key, stats=False)
+    if entry is None:
         c.reply.integer(0)
         return
-    current = store.expire_at(off)
+    current = entry.expire_at
     if ((nx and current != -1) or (xx and current == -1)
             or (gt and (current == -1 or when <= current))  # no TTL counts as an infinite one
             or (lt and current != -1 and when >= current)):
@@ -108,7 +108,7 @@ def _expire(c, argv, scale, relative, command):
     if when <= now:
         store.delete(c.db, key)
     else:
-        store.set_expire(off, when)
+        store.set_expire(entry, when)
     c.reply.integer(1)
 
 
@@ -129,12 +129,11 @@ def cmd_pexpireat(c, argv):
 
 
 def _ttl(c, key, milliseconds, absolute):
-    store = c.store
-    off = store.lookup(c.db, key, touch=False)
-    if not off:
+    entry = c.store.find(c.db, key, touch=False)
+    if entry is None:
         c.reply.integer(-2)
         return
-    at = store.expire_at(off)
+    at = entry.expire_at
     if at == -1:
         c.reply.integer(-1)
         return
@@ -160,9 +159,9 @@ def cmd_pexpiretime(c, argv):
 
 def cmd_persist(c, argv):
     store = c.store
-    off = store.lookup(c.db, argv[1], stats=False)
-    if off and store.expire_at(off) != -1:
-        store.set_expire(off, -1)
+    entry = store.find(c.db, argv[1], stats=False)
+    if entry is not None and entry.expire_at != -1:
+        store.set_expire(entry, -1)
         c.reply.integer(1)
     else:
         c.reply.integer(0)
@@ -210,11 +209,11 @@ def cmd_randomkey(c, argv):
 # --- renaming, copying, moving -----------------------------------------------
 def _rename(c, argv, nx):
     store, db, key, newkey = c.store, c.db, argv[1], argv[2]
-    if not store.lookup(db, key, stats=False):
+    if store.find(db, key, stats=False) is None:
         raise CommandError(errors.NO_SUCH_KEY)
     if bytes(key) == bytes(newkey):
         renamed = False
-    elif nx and store.lookup(db, newkey, stats=False):
+    elif nx and store.find(db, newkey, stats=False) is not None:
         renamed = False
     else:
         renamed = store.rename(db, key, db, newkey)
@@ -249,7 +248,7 @@ def cmd_copy(c, argv):
         i += 1
     if dstdb == db and bytes(key) == bytes(newkey):
         raise CommandError(errors.SAME_OBJECT)
-    if not store.lookup(db, key):
+    if store.find(db, key) is None:
         c.reply.integer(0)
         return
     c.reply.integer(1 if store.copy(db, key, dstdb, newkey, replace) else 0)
@@ -261,7 +260,7 @@ def cmd_move(c, argv):
     _check_db_range(c, dstdb)
     if dstdb == db:
         raise CommandError(errors.SAME_OBJECT)
-    if not store.lookup(db, key, stats=False) or store.lookup(dstdb, key, stats=False):
+    if store.find(db, key, stats=False) is None or store.find(dstdb, key, stats=False) is not None:
         c.reply.integer(0)
         return
     store.rename(db, key, dstdb, key)
@@ -270,23 +269,23 @@ def cmd_move(c, argv):
 
 # --- OBJECT --------------------------------------------------------------
 def _object_entry(c, argv):
-    """The entry OBJECT asks about (no LRU touch), or 0 after replying a null."""
-    off = c.store.lookup(c.db, argv[2], touch=False)
-    if not off:
+    """The entry OBJECT asks about (no LRU touch), or None after replying a null."""
+    entry = c.store.find(c.db, argv[2], touch=False)
+    if entry is None:
         c.reply.null()
-    return off
+    return entry
 
 
 def _lfu_policy(c):
     return c.store.policy.endswith("-lfu")
 
 
-def _string_encoding(store, off):
+def _string_encoding(entry):
     """Redis's choice for a string it stored: "int" if it reads back as a 64-bit integer,
     "embstr" up to 44 bytes, "raw" beyond."""
-    if stored_int(store, off) is not None:
+    if stored_int(entry) is not None:
         return "int"
-    return "embstr" if store.value_len(off) <= 44 else "raw"
+    return "embstr" if entry.value_len <= 44 else "raw"
 
 
 # Redis 7.0's defaults (hash-max-listpack-entries / -value) for keeping a hash compact.
@@ -294,9 +293,9 @@ HASH_LISTPACK_ENTRIES = 512
 HASH_LISTPACK_VALUE = 64
 
 
-def _hash_encoding(store, off):
+def _hash_encoding(entry):
     """The encoding Redis would have for this hash were it built in one go."""
-    fields = decode_hash(store.view(off))
+    fields = decode_hash(entry.view())
     if len(fields) > HASH_LISTPACK_ENTRIES:
         return "hashtable"
     longest = max((max(len(f), len(v)) for f, v in fields.items()), default=0)
@@ -304,45 +303,43 @@ def _hash_encoding(store, off):
 
 
 def cmd_object_encoding(c, argv):
-    off = _object_entry(c, argv)
-    if not off:
+    entry = _object_entry(c, argv)
+    if entry is None:
         return
-    store = c.store
-    if store.entry_type(off) == TYPE_STRING:
-        c.reply.bulk(_string_encoding(store, off).encode())
+    if entry.type == TYPE_STRING:
+        c.reply.bulk(_string_encoding(entry).encode())
     else:
-        c.reply.bulk(_hash_encoding(store, off).encode())
+        c.reply.bulk(_hash_encoding(entry).encode())
 
 
 def cmd_object_refcount(c, argv):
-    off = _object_entry(c, argv)
-    if not off:
+    entry = _object_entry(c, argv)
+    if entry is None:
         return
-    store = c.store
     # Redis shares the objects of the integers 0..9999 (refcount INT_MAX) unless an
     # LRU/LFU policy with a maxmemory limit needs per-key access times.
-    value = stored_int(store, off) if store.entry_type(off) == TYPE_STRING else None
+    value = stored_int(entry) if entry.type == TYPE_STRING else None
     shared = (value is not None and 0 <= value < 10000
-              and (c.services.config["maxmemory"] == 0 or not store.policy.endswith(("-lru", "-lfu"))))
+              and (c.services.config["maxmemory"] == 0 or not c.store.policy.endswith(("-lru", "-lfu"))))
     c.reply.integer(INT32_MAX if shared else 1)
 
 
 def cmd_object_idletime(c, argv):
-    off = _object_entry(c, argv)
-    if not off:
+    entry = _object_entry(c, argv)
+    if entry is None:
         return
     if _lfu_policy(c):
         raise CommandError(errors.LFU_SELECTED)
-    c.reply.integer(c.store.idle_ms(off) // 1000)
+    c.reply.integer(entry.idle_ms // 1000)
 
 
 def cmd_object_freq(c, argv):
-    off = _object_entry(c, argv)
-    if not off:
+    entry = _object_entry(c, argv)
+    if entry is None:
         return
     if not _lfu_policy(c):
         raise CommandError(errors.LFU_NOT_SELECTED)
-    c.reply.integer(c.store.lfu_counter(off))
+    c.reply.integer(entry.lfu_counter)
 
 
 OBJECT_HELP = (
@@ -383,11 +380,11 @@ def cmd_memory_usage(c, argv):
             raise CommandError(errors.SYNTAX)
     # The caller's own keys only: not those a tenant reads through from a shared namespace.
     store, key = own_keyspace(c.store), argv[2]
-    off = store.lookup(c.db, key, touch=False, stats=False)
-    if not off:
+    entry = store.find(c.db, key, touch=False, stats=False)
+    if entry is None:
         c.reply.null()
         return
-    c.reply.integer(store.block_size(off))
+    c.reply.integer(entry.block_size)
 
 
 MEMORY_HELP = (

@@ -88,12 +88,13 @@ def cmd_command_list(c, argv):
     if len(argv) > 2:
         if len(argv) != 5 or upper(argv[2]) != "FILTERBY":
             raise CommandError(errors.SYNTAX)
-        kind, value = upper(argv[3]), bytes(argv[4]).decode("utf-8", "replace")
+        kind, value = upper(argv[3]), bytes(argv[4])
         if kind == "PATTERN":
-            names = [n for n in names if glob_match(value.encode(), n.encode(), True)]
+            names = [n for n in names if glob_match(value, n.encode(), True)]
         elif kind == "ACLCAT":
-            specs = {spec.name: spec for spec in registry.all_specs()}
-            names = [n for n in names if value.lower() in specs[n].acl_categories]
+            # read once: the argument may be megabytes long (and is then no category)
+            category = value.decode("utf-8", "replace").lower() if len(value) <= 64 else None
+            names = [spec.name for spec in registry.all_specs() if category in spec.acl_categories]
         elif kind == "MODULE":
             names = []
         else:

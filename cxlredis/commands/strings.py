@@ -16,21 +16,20 @@ from ..errors import CommandError
 from .args import INT64_MAX, INT64_MIN, is_int64, parse_int, upper
 from ..sessions import touch_absent_watched_key
 
-def check_string(store, off):
-    if store.entry_type(off) != TYPE_STRING:
-        raise CommandError(errors.WRONGTYPE)
+def find_string(c, key, for_write=False):
+    """The string entry for key, None if missing; WRONGTYPE if it holds another type. A
+    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
+    return c.store.find(c.db, key, stats=not for_write, type=TYPE_STRING)
 
 
 def _reply_string(c, key):
-    """GET's reply for key (a value or a null); returns the entry offset, 0 if missing."""
-    store = c.store
-    off = store.lookup(c.db, key)
-    if not off:
+    """GET's reply for key (a value or a null); returns the entry, None if missing."""
+    entry = find_string(c, key)
+    if entry is None:
         c.reply.null()
-        return 0
-    check_string(store, off)
-    c.reply.entry(store, off)
-    return off
+    else:
+        c.reply.entry(entry)
+    return entry
 
 
 def _check_length(c, size, append):
@@ -105,9 +104,9 @@ def cmd_set(c, argv):
     key = argv[1]
     with_get = "GET" in flags
     if with_get:
-        found = _reply_string(c, key) != 0
+        found = _reply_string(c, key) is not None
     elif "NX" in flags or "XX" in flags:
-        found = c.store.lookup(c.db, key, stats=False) != 0
+        found = c.store.find(c.db, key, stats=False) is not None
     else:
         found = False
     if ("NX" in flags and found) or ("XX" in flags and not found):
@@ -122,7 +121,7 @@ def cmd_set(c, argv):
 
 
 def cmd_setnx(c, argv):
-    if c.store.lookup(c.db, argv[1], stats=False):
+    if c.store.find(c.db, argv[1], stats=False) is not None:
         c.reply.integer(0)
         return
     c.store_value(argv[1], argv[2])
@@ -147,36 +146,35 @@ def cmd_getset(c, argv):
 def cmd_getdel(c, argv):
     # reply.entry pinned a large value, so deleting it now only unlinks it:
     # the arena frees the block once the reply has been sent.
-    if _reply_string(c, argv[1]):
+    if _reply_string(c, argv[1]) is not None:
         c.store.delete(c.db, argv[1])
 
 
 def cmd_getex(c, argv):
     flags, unit, expire = _parse_options(argv, 2, for_set=False)
     store, key = c.store, argv[1]
-    off = store.lookup(c.db, key)
-    if not off:
+    entry = find_string(c, key)
+    if entry is None:
         c.reply.null()
         return
-    check_string(store, off)
     expire_at = expire_at_ms(expire, unit, "getex") if unit else None
-    c.reply.entry(store, off)
+    c.reply.entry(entry)
     if expire_at is not None:
         if _EXPIRE_UNITS[unit][1] and expire_at <= now_ms():
             store.delete(c.db, key)
         else:
-            store.set_expire(off, expire_at)
-    elif "PERSIST" in flags and store.expire_at(off) != -1:
-        store.set_expire(off, -1)
+            store.set_expire(entry, expire_at)
+    elif "PERSIST" in flags and entry.expire_at != -1:
+        store.set_expire(entry, -1)
 
 
 def cmd_mget(c, argv):
     store, db, reply = c.store, c.db, c.reply
     reply.array(len(argv) - 1)
     for key in argv[1:]:
-        off = store.lookup(db, key)
-        if off and store.entry_type(off) == TYPE_STRING:
-            reply.entry(store, off)
+        entry = store.find(db, key)
+        if entry is not None and entry.type == TYPE_STRING:
+            reply.entry(entry)
         else:
             reply.null()
 
@@ -194,7 +192,7 @@ def cmd_msetnx(c, argv):
         raise CommandError(errors.wrong_arity("msetnx"))
     store, db = c.store, c.db
     for i in range(1, len(argv), 2):
-        if store.lookup(db, argv[i], stats=False):
+        if store.find(db, argv[i], stats=False) is not None:
             c.reply.integer(0)
             return
     for i in range(1, len(argv), 2):
@@ -204,21 +202,15 @@ def cmd_msetnx(c, argv):
 
 # --- lengths and ranges --------------------------------------------------
 def cmd_strlen(c, argv):
-    store = c.store
-    off = store.lookup(c.db, argv[1])
-    if not off:
-        c.reply.integer(0)
-        return
-    check_string(store, off)
-    c.reply.integer(store.value_len(off))
+    entry = find_string(c, argv[1])
+    c.reply.integer(entry.value_len if entry is not None else 0)
 
 
 def cmd_append(c, argv):
     store, key, data = c.store, argv[1], argv[2]
-    off = store.lookup(c.db, key, stats=False)
-    if off:
-        check_string(store, off)
-        _check_length(c, store.value_len(off), len(data))
+    entry = find_string(c, key, for_write=True)
+    if entry is not None:
+        _check_length(c, entry.value_len, len(data))
     c.reply.integer(store.append(c.db, key, data))
 
 
@@ -227,11 +219,10 @@ def cmd_setrange(c, argv):
     offset = parse_int(argv[2])
     if offset < 0:
         raise CommandError(errors.OFFSET_OUT_OF_RANGE)
-    off = store.lookup(c.db, key, stats=False)
-    if off:
-        check_string(store, off)
+    entry = find_string(c, key, for_write=True)
+    if entry is not None:
         if not data:
-            c.reply.integer(store.value_len(off))
+            c.reply.integer(entry.value_len)
             return
     elif not data:  # Redis does not create a key for an empty write
         c.reply.integer(0)
@@ -243,13 +234,11 @@ def cmd_setrange(c, argv):
 def cmd_getrange(c, argv):
     start = parse_int(argv[2])
     end = parse_int(argv[3])
-    store = c.store
-    off = store.lookup(c.db, argv[1])
-    if not off:
+    entry = find_string(c, argv[1])
+    if entry is None:
         c.reply.bulk(b"")
         return
-    check_string(store, off)
-    size = store.value_len(off)
+    size = entry.value_len
     if start < 0 and end < 0 and start > end:
         c.reply.bulk(b"")
         return
@@ -261,34 +250,32 @@ def cmd_getrange(c, argv):
     if start > end or size == 0:
         c.reply.bulk(b"")
         return
-    c.reply.entry(store, off, start, end + 1)
+    c.reply.entry(entry, start, end + 1)
 
 
 cmd_substr = cmd_getrange
 
 
 # --- counters ------------------------------------------------------------
-def stored_int(store, off):
-    """The string value at off as Redis reads an integer (string2ll), or None."""
-    if store.value_len(off) > 20:  # longer than any 64-bit integer: no need to read it
+def stored_int(entry):
+    """The string value of entry as Redis reads an integer (string2ll), or None."""
+    if entry.value_len > 20:  # longer than any 64-bit integer: no need to read it
         return None
-    raw = store.value_bytes(off)
+    raw = entry.value_bytes()
     return int(raw) if is_int64(raw) else None
 
 
 def _incr_by(c, key, delta):
-    store = c.store
-    off = store.lookup(c.db, key, stats=False)
+    entry = find_string(c, key, for_write=True)
     current = 0
-    if off:
-        check_string(store, off)
-        current = stored_int(store, off)
+    if entry is not None:
+        current = stored_int(entry)
         if current is None:
             raise CommandError(errors.NOT_INTEGER)
     value = current + delta
     if not INT64_MIN <= value <= INT64_MAX:
         raise CommandError(errors.OVERFLOW)
-    store.set(c.db, key, b"%d" % value, keep_ttl=True)
+    c.store.set(c.db, key, b"%d" % value, keep_ttl=True)
     c.reply.integer(value)
 
 
@@ -312,16 +299,14 @@ def cmd_decrby(c, argv):
 
 
 def cmd_incrbyfloat(c, argv):
-    store, key = c.store, argv[1]
-    off = store.lookup(c.db, key, stats=False)
-    if off:
-        check_string(store, off)
+    key = argv[1]
+    entry = find_string(c, key, for_write=True)
     try:
         # long double arithmetic and "%.17Lf" formatting in C, exactly as Redis
-        text = incr_by_float(store.view(off) if off else None, argv[2])
+        text = incr_by_float(entry.view() if entry is not None else None, argv[2])
     except NotAFloat:
         raise CommandError(errors.NOT_FLOAT) from None
     except OverflowError:
         raise CommandError(errors.INCRFLOAT_NAN_INF) from None
-    store.set(c.db, key, text, keep_ttl=True)
+    c.store.set(c.db, key, text, keep_ttl=True)
     c.reply.bulk(text)

@@ -169,6 +169,15 @@ SEQUENCES = {
         ("EXEC",),
         ("MGET", "a", "b", "c"),
     ],
+    # An 8 MiB category name lowered once per command took cxlredis seconds (seed 2026
+    # episode 3146); a binary pattern is matched as the bytes sent, not as decoded text.
+    "COMMAND LIST FILTERBY with a huge or binary value": [
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", b"-\xfb\x81" * ((8 << 20) // 3)),
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "HyperLogLog"),
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "CONNECTION"),
+        ("COMMAND", "LIST", "FILTERBY", "PATTERN", b"g\xff*"),
+        ("COMMAND", "LIST", "FILTERBY", "PATTERN", b"*" * (1 << 20)),
+    ],
 }
 
 

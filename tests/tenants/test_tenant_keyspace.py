@@ -32,47 +32,51 @@ def stored(ns, key, db=0):
 def test_reads_fall_through_in_grant_order(spaces):
     ks, ns = spaces
     ns["docs"].set(0, b"k", b"from-docs")
-    assert ks.value_bytes(ks.lookup(0, b"k")) == b"from-docs"
+    assert ks.find(0, b"k").value_bytes() == b"from-docs"
     ns["common"].set(0, b"k", b"from-common")
-    assert ks.value_bytes(ks.lookup(0, b"k")) == b"from-common"
+    assert ks.find(0, b"k").value_bytes() == b"from-common"
     ks.set(0, b"k", b"own")
-    assert ks.value_bytes(ks.lookup(0, b"k")) == b"own"
-    assert ks.lookup(0, b"missing") == 0
+    assert ks.find(0, b"k").value_bytes() == b"own"
+    assert ks.find(0, b"missing") is None
 
 
 def test_a_shared_hit_is_a_miss_of_the_tenant_and_a_hit_of_the_namespace(spaces):
     ks, ns = spaces
     ns["common"].set(0, b"k", b"v")
-    ks.lookup(0, b"k")
-    ks.lookup(0, b"nothing")
+    ks.find(0, b"k")
+    ks.find(0, b"nothing")
     team, common, docs = (ns[n].stats() for n in ("team", "common", "docs"))
     assert (team["keyspace_hits"], team["keyspace_misses"]) == (0, 2)
     assert (common["keyspace_hits"], common["keyspace_misses"]) == (1, 1)
     assert (docs["keyspace_hits"], docs["keyspace_misses"]) == (0, 1)
 
 
-def test_offset_methods_serve_shared_entries(spaces, arena):
+def test_entries_found_through_fall_through_read_their_namespace(spaces, arena):
     ks, ns = spaces
     ns["common"].set(0, b"k", b"x" * 1000, expire_at=4102444800000)
-    off = ks.lookup(0, b"k")
-    assert ks.value_len(off) == 1000 and bytes(ks.view(off)) == b"x" * 1000
-    assert ks.expire_at(off) == 4102444800000 and ks.entry_type(off) == 0
-    assert ks.block_size(off) >= 1000 and ks.generation(off) > 0
-    ks.pin(off)
+    entry = ks.find(0, b"k")
+    assert entry.store is ns["common"]
+    assert entry.value_len == 1000 and bytes(entry.view()) == b"x" * 1000
+    assert entry.expire_at == 4102444800000 and entry.type == 0
+    assert entry.block_size >= 1000 and entry.generation > 0
+    token_arena, off = entry.pin()
     ns["common"].delete(0, b"k")                 # a reply in flight keeps its bytes
     assert arena.stats()["zombies"] == 1
-    arena.unpin(off)                             # the connection unpins through the arena
+    token_arena.unpin(off)                       # the connection unpins through the arena
     assert arena.stats()["zombies"] == 0
+    with pytest.raises(ValueError):
+        entry.view()                             # gone: the Entry does not read a freed block
 
 
-def test_offsets_of_namespaces_without_a_grant_are_refused(spaces, arena):
+def test_namespaces_without_a_grant_are_out_of_reach(spaces, arena):
     ks, ns = spaces
     other = arena.namespace(arena.create_tenant("other"))
     off = other.set(0, b"k", b"secret")
+    assert ks.find(0, b"k") is None
     with pytest.raises(ValueError):
         ks.view(off)
-    with pytest.raises(ValueError):
-        ks.value_bytes(off)
+    with pytest.raises(CommandError, match="read-only"):
+        ks.set_expire(other.find(0, b"k"), -1)     # an entry of a namespace it may not write
 
 
 def test_writes_go_to_the_own_namespace_and_shadow(spaces):
@@ -81,14 +85,14 @@ def test_writes_go_to_the_own_namespace_and_shadow(spaces):
     ks.set(0, b"k", b"mine")
     assert stored(ns["common"], b"k") == b"shared" and stored(ns["team"], b"k") == b"mine"
     assert ks.delete(0, b"k") is True            # the own copy; the shared one shows again
-    assert ks.value_bytes(ks.lookup(0, b"k")) == b"shared"
+    assert ks.find(0, b"k").value_bytes() == b"shared"
 
 
 def test_prefixed_keys_reach_a_writable_namespace(spaces):
     ks, ns = spaces
     ks.set(0, b"docs:manual", b"v1")
     assert stored(ns["docs"], b"manual") == b"v1" and stored(ns["team"], b"docs:manual") is None
-    assert ks.value_bytes(ks.lookup(0, b"docs:manual")) == b"v1"
+    assert ks.find(0, b"docs:manual").value_bytes() == b"v1"
     assert ks.append(0, b"docs:manual", b"+") == 3
     assert ks.delete(0, b"docs:manual") is True and stored(ns["docs"], b"manual") is None
     # no write grant to common: the prefix is just part of an own key
@@ -116,12 +120,12 @@ def test_shared_keys_change_only_with_a_write_grant(spaces):
     with pytest.raises(CommandError, match="shared namespace 'common', read-only for tenant 'team'"):
         ks.delete(0, b"c")
     with pytest.raises(CommandError, match="read-only"):
-        ks.set_expire(ks.lookup(0, b"c"), 4102444800000)
+        ks.set_expire(ks.find(0, b"c"), 4102444800000)
     with pytest.raises(CommandError, match="read-only"):
         ks.rename(0, b"c", 0, b"c2")
     assert stored(ns["common"], b"c") == b"v" and ns["common"].expire_at(ns["common"].lookup(0, b"c")) == -1
     # docs is writable: its entry seen through fall-through can be changed
-    ks.set_expire(ks.lookup(0, b"d"), 4102444800000)
+    ks.set_expire(ks.find(0, b"d"), 4102444800000)
     assert ns["docs"].expire_at(ns["docs"].lookup(0, b"d")) == 4102444800000
     with pytest.raises(CommandError, match="another namespace"):
         ks.rename(0, b"d", 0, b"d2")

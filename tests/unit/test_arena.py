@@ -115,8 +115,13 @@ def test_bad_offsets_and_db_numbers(arena):
         arena.unpin(off)                   # not pinned
     with pytest.raises(ValueError):
         arena.slot(off)                    # live, not reserved
+    stale = arena.find(0, b"k")
+    arena.delete(0, b"k")
     with pytest.raises(ValueError):
-        arena.set_expire(arena.reserve(10, 10), 5)
+        arena.set_expire(stale, 5)         # an Entry outliving its entry
+    with pytest.raises(ValueError):
+        stale.view()
+    off = arena.set(0, b"k", b"v" * 100)
     for db in (-1, 16):
         with pytest.raises(ValueError):
             arena.lookup(db, b"k")
@@ -167,7 +172,7 @@ def test_delete(arena):
 def test_generation_bumps_on_every_change(arena):
     off = arena.set(0, b"k", b"v")
     seen = [arena.generation(off)]
-    arena.set_expire(off, now_ms() + 10_000)
+    arena.set_expire(arena.find(0, b"k"), now_ms() + 10_000)
     seen.append(arena.generation(off))
     arena.append(0, b"k", b"more")
     seen.append(arena.key_generation(0, b"k"))
@@ -197,11 +202,11 @@ def test_lazy_expiry(arena):
 def test_set_expire_and_persist(arena):
     off = arena.set(0, b"k", b"v")
     at = now_ms() + 50_000
-    arena.set_expire(off, at)
+    arena.set_expire(arena.find(0, b"k"), at)
     assert arena.expire_at(off) == at and arena.db_expires(0) == 1
-    arena.set_expire(off, -1)
+    arena.set_expire(arena.find(0, b"k"), -1)
     assert arena.expire_at(off) == -1 and arena.db_expires(0) == 0
-    arena.set_expire(off, now_ms() - 1)
+    arena.set_expire(arena.find(0, b"k"), now_ms() - 1)
     assert arena.lookup(0, b"k") == 0
     assert arena.check() == []
 
@@ -295,10 +300,10 @@ def test_the_wheel_follows_every_change_of_a_ttl(arena):
     soon = now_ms() + 40
     steps = [
         lambda: arena.set(0, b"a", b"v", expire_at=soon),
-        lambda: arena.set_expire(arena.lookup(0, b"a"), now_ms() + 100_000),
-        lambda: arena.set_expire(arena.lookup(0, b"a"), soon),
-        lambda: arena.set_expire(arena.lookup(0, b"a"), -1),
-        lambda: arena.set_expire(arena.lookup(0, b"a"), soon),
+        lambda: arena.set_expire(arena.find(0, b"a"), now_ms() + 100_000),
+        lambda: arena.set_expire(arena.find(0, b"a"), soon),
+        lambda: arena.set_expire(arena.find(0, b"a"), -1),
+        lambda: arena.set_expire(arena.find(0, b"a"), soon),
         lambda: arena.set(0, b"a", b"overwritten", keep_ttl=True),
         lambda: arena.append(0, b"a", b"g" * 5000),             # grows into a new block
         lambda: arena.setrange(0, b"a", 20_000, b"r"),          # and again
@@ -434,7 +439,7 @@ def test_append(arena):
     assert arena.value_len(arena.lookup(0, b"empty")) == 0
     assert arena.append(0, b"k", b"ab") == 2
     at = now_ms() + 100_000
-    arena.set_expire(arena.lookup(0, b"k"), at)
+    arena.set_expire(arena.find(0, b"k"), at)
     assert arena.append(0, b"k", b"") == 2
     assert arena.append(0, b"k", b"c" * 10) == 12              # fits in place
     off = arena.lookup(0, b"k")
@@ -458,7 +463,7 @@ def test_setrange(arena):
     assert arena.setrange(0, b"k", 3, b"abc") == 6
     assert arena.value_bytes(arena.lookup(0, b"k")) == b"\0\0\0abc"
     at = now_ms() + 100_000
-    arena.set_expire(arena.lookup(0, b"k"), at)
+    arena.set_expire(arena.find(0, b"k"), at)
     assert arena.setrange(0, b"k", 1, b"XY") == 6
     assert arena.value_bytes(arena.lookup(0, b"k")) == b"\0XYabc"
     assert arena.setrange(0, b"k", 8, b"Z") == 9
@@ -716,7 +721,7 @@ def test_allkeys_lru_is_exact(path):
     fill(a, b"k", 20)
     for i in (0, 2, 4):                    # touched: now the most recent
         assert a.lookup(0, keys[i])
-    a.set_expire(a.lookup(0, keys[6]), now_ms() + 100_000)   # moves to the volatile list, touched
+    a.set_expire(a.find(0, keys[6]), now_ms() + 100_000)   # moves to the volatile list, touched
     a.set(0, b"new:0", b"x" * 10_000)
     a.set(0, b"new:1", b"x" * 10_000)
     a.set(0, b"new:2", b"x" * 10_000)
@@ -1299,10 +1304,10 @@ class ArenaModel(RuleBasedStateMachine):
 
     @rule(db=st.integers(0, 1), key=st.sampled_from(KEYS), ttl=st.sampled_from(["none", "future", "past"]))
     def set_expire(self, db, key, ttl):
-        off = self.arena.lookup(db, key, False, False)
-        if off:
+        entry = self.arena.find(db, key, False, False)
+        if entry is not None:
             at = self.expiry(ttl)
-            self.arena.set_expire(off, at)
+            self.arena.set_expire(entry, at)
             self.model[(db, key)][1] = at
 
     @rule(db=st.integers(0, 1), key=st.sampled_from(KEYS), size=st.sampled_from([0, 1, 70, 3000]))

@@ -189,8 +189,8 @@ KEYED_OPERATIONS = {
     "append_new_key": lambda ks: ks.append(0, b"fresh", b"x"),
     "setrange": lambda ks: ks.setrange(0, b"k", 3, b"XY"),
     "setrange_grow": lambda ks: ks.setrange(0, b"k", 5000, b"far"),
-    "set_expire": lambda ks: ks.set_expire(ks.lookup(0, b"k"), now_ms() + 5000),
-    "persist": lambda ks: ks.set_expire(ks.lookup(0, b"other"), -1),
+    "set_expire": lambda ks: ks.set_expire(ks.find(0, b"k"), now_ms() + 5000),
+    "persist": lambda ks: ks.set_expire(ks.find(0, b"other"), -1),
     "delete": lambda ks: ks.delete(0, b"k"),
     "copy": lambda ks: ks.copy(0, b"k", 1, b"copied"),
     "copy_replace": lambda ks: ks.copy(0, b"k", 1, b"k", True),
@@ -240,7 +240,7 @@ def test_offsets_are_bound_to_their_tenant(arena):
     for call in (lambda: a.view(off_b), lambda: a.value_bytes(off_b), lambda: a.value_len(off_b),
                  lambda: a.entry_type(off_b), lambda: a.expire_at(off_b), lambda: a.generation(off_b),
                  lambda: a.idle_ms(off_b), lambda: a.block_size(off_b), lambda: a.lfu_counter(off_b),
-                 lambda: a.pin(off_b), lambda: a.set_expire(off_b, -1), lambda: a.slot(res_b),
+                 lambda: a.pin(off_b), lambda: a.set_expire(b.find(0, b"k"), -1), lambda: a.slot(res_b),
                  lambda: a.release(res_b), lambda: ks0.namespace(0).view(off_b)):
         with pytest.raises(ValueError, match="is not an entry of tenant"):
             call()
@@ -315,7 +315,7 @@ def test_quota_eviction_is_exact_lru_within_the_tenant(arena):
     fill(a, b"k", 10)
     for i in (0, 2, 4):                         # touched: now a's most recent
         assert a.lookup(0, b"k:%d" % i)
-    a.set_expire(a.lookup(0, b"k:6"), now_ms() + 100_000)   # to the volatile list, touched
+    a.set_expire(a.find(0, b"k:6"), now_ms() + 100_000)   # to the volatile list, touched
     fill(a, b"new", 3)
     assert set(names(b"k", 10)) - set(present(a, names(b"k", 10))) == {b"k:1", b"k:3", b"k:5"}
     assert present(arena, names(b"k", 5)) == names(b"k", 5) and present(b, names(b"k", 5)) == names(b"k", 5)
@@ -882,10 +882,10 @@ class TenantModel(RuleBasedStateMachine):
     @rule(who=WHO, db=st.integers(0, 1), key=st.sampled_from(KEYS), ttl=st.sampled_from(["none", "future", "past"]))
     def set_expire(self, who, db, key, ttl):
         def op(ks):
-            off = ks.lookup(db, key, False, False)
-            if off:
+            entry = ks.find(db, key, False, False)
+            if entry is not None:
                 at = self.expiry(ttl)
-                ks.set_expire(off, at)
+                ks.set_expire(entry, at)
                 self.models[who][(db, key)][1] = at
         self.act(who, op)
 

@@ -12,8 +12,9 @@ COMMAND_MODULES = sorted((PACKAGE / "commands").glob("*.py"))
 FORBIDDEN_IMPORTS = {"connection", "server", "dispatch", "clients", "tls", "cli", "prometheus"}
 # What a handler may not reach through its context: the server, and connections (their I/O,
 # or the connection objects the services hold: clients.Clients names them by session).
+# Nor arena offsets: a lookup gives an Entry (Keyspace.find), never the offset lookup() returns.
 FORBIDDEN_ATTRIBUTES = {"server", "transport", "parser", "inflight_pins", "session", "connections",
-                        "by_id", "monitors"}
+                        "by_id", "monitors", "lookup", "entry_type", "value_offset"}
 
 
 def imported_modules(tree):

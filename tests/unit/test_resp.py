@@ -561,10 +561,10 @@ def test_entry_tokens_and_rollback(arena):
     writer = ReplyWriter(large_threshold=1000)
     big = arena.set(0, b"big", b"v" * 3000)
     other = arena.set(0, b"other", b"o" * 2000)
-    writer.entry(arena, big)
+    writer.entry(arena.find(0, b"big"))
     mark = writer.mark()
     writer.integer(5)
-    writer.entry(arena, other)
+    writer.entry(arena.find(0, b"other"))
     writer.bulk(b"x" * 100000)
     assert pinned(arena) == 2
     assert writer.rollback(mark) == [(arena, other)]
@@ -577,7 +577,7 @@ def test_entry_tokens_and_rollback(arena):
     arena.unpin(big)
     with pytest.raises(ValueError):
         writer.rollback(mark)                     # predates the flush
-    writer.entry(arena, big, 1000, 2500)
+    writer.entry(arena.find(0, b"big"), 1000, 2500)
     assert writer.discard() == [(arena, big)]
     arena.unpin(big)
     assert writer.pending == 0 and pinned(arena) == 0
@@ -586,9 +586,9 @@ def test_entry_tokens_and_rollback(arena):
 def test_entry_copies_below_the_threshold_and_ranges(arena):
     writer = ReplyWriter(large_threshold=1000)
     off = arena.set(0, b"k", bytes(range(256)) * 8)
-    writer.entry(arena, off, 0, 999)              # 999 bytes: copied, no pin
-    writer.entry(arena, off, 100)                 # to the end: 1948 bytes, pinned
-    writer.entry(arena, off, 5, 6)
+    writer.entry(arena.find(0, b"k"), 0, 999)              # 999 bytes: copied, no pin
+    writer.entry(arena.find(0, b"k"), 100)                 # to the end: 1948 bytes, pinned
+    writer.entry(arena.find(0, b"k"), 5, 6)
     assert pinned(arena) == 1
     transport = Transport()
     assert writer.flush(transport) == [(arena, off)]
@@ -618,7 +618,7 @@ def test_arena_memory_is_never_queued_without_a_pin(tmp_path_factory, steps):
             value = bytes([i % 251]) * size
             off = arena.set(0, b"k%d" % i, value)
             if action == "entry":
-                writer.entry(arena, off)
+                writer.entry(arena.find(0, b"k%d" % i))
             elif action == "bulk-view":
                 writer.bulk(arena.view(off))
             else:
@@ -649,10 +649,10 @@ def test_one_threshold_for_parser_and_writer(arena):
     assert parser.large_arg_threshold == writer.large_threshold == 4000
     assert feed(parser, b"*2\r\n$4\r\necho\r\n$2000\r\n" + b"a" * 2000 + b"\r\n") == \
         [[b"echo", b"a" * 2000]]                  # 2000 < 4000: an ordinary argument now
-    writer.entry(arena, off)                      # and a value copied, not pinned
+    writer.entry(arena.find(0, b"k"))                      # and a value copied, not pinned
     assert pinned(arena) == 0
     threshold.value = 10
-    writer.entry(arena, off)
+    writer.entry(arena.find(0, b"k"))
     assert pinned(arena) == 1
     assert writer.discard() == [(arena, off)]
     arena.unpin(off)
