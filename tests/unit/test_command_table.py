@@ -62,3 +62,14 @@ def test_set_reads_its_key_only_with_get():
     spec = commands.COMMANDS["set"]
     assert key_arguments(spec, [b"set", b"k", b"v"]) == [(1, WRITE)]
     assert key_arguments(spec, [b"set", b"k", b"v", b"gEt"]) == [(1, READ | WRITE)]
+
+
+def test_the_fast_path_takes_the_commands_the_table_flags():
+    """fast_op on a spec is the fast path's code for it (cxlredis/_fastpath.pxd): the
+    table names the commands, the connection maps the codes back, one to one."""
+    from cxlredis import _fastpath, connection, metrics, server
+    flagged = {spec.fast_op: spec.name for spec in commands.SPECS if spec.fast_op >= 0}
+    assert flagged == {_fastpath.FAST_GET_OP: "get", _fastpath.FAST_SET_OP: "set"}
+    assert [spec.name for spec in connection._FAST_COMMANDS] == [flagged[i] for i in sorted(flagged)]
+    assert metrics.LATENCY_BUCKETS == _fastpath.LATENCY_BUCKET_COUNT
+    assert len(server.Stats().command("get")[4]) == _fastpath.LATENCY_BUCKET_COUNT
