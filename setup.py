@@ -1,4 +1,4 @@
-"""Builds the Cython core (ext/) into cxlredis._store, ._resp, ._numbers and ._fastpath.
+"""Builds the Cython core (ext/) into cxlredis._store, ._resp, ._numbers, ._fastpath and ._cluster.
 
 Debug switches, as environment variables read at build time:
   CXLREDIS_ANNOTATE=1   write Cython's HTML annotation next to each .pyx
@@ -14,7 +14,7 @@ from setuptools import Extension, setup
 
 DEBUG = os.environ.get("CXLREDIS_DEBUG") == "1"
 TRACE = os.environ.get("CXLREDIS_TRACE") == "1"
-EXTENSIONS = os.environ.get("CXLREDIS_ONLY", "_store,_resp,_numbers,_fastpath").split(",")
+EXTENSIONS = os.environ.get("CXLREDIS_ONLY", "_store,_resp,_numbers,_fastpath,_cluster").split(",")
 
 compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
 macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")] if TRACE else []
