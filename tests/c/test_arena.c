@@ -451,8 +451,9 @@ static uint64_t fill(char *base, const cx_cfg *cfg, unsigned t, int n, int64_t t
 }
 
 /* Over the arena's limit, tenants give in tiers: over their quota first (down to it),
-   then those without a quota, then those within theirs; a tenant within its quota
-   loses nothing while one over its quota, or one without a quota, can give. */
+   then those without a quota (the largest first), then those within theirs (the
+   fullest first); a tenant within its quota loses nothing while one over its quota, or
+   one without a quota, can give. */
 static void test_eviction_tiers_across_tenants(void) {
     char *base = new_arena();
     cx_super *sb = CX_SB(base);
@@ -460,37 +461,46 @@ static void test_eviction_tiers_across_tenants(void) {
     int64_t t0 = cx_now_ms() - 100000;
     CHECK(cx_tenant_create(base, 1, (const uint8_t *)"over", 4, 0, 0, &cfg, t0));
     CHECK(cx_tenant_create(base, 2, (const uint8_t *)"within", 6, 1 * MIB, 0, &cfg, t0));
+    CHECK(cx_tenant_create(base, 3, (const uint8_t *)"bigger", 6, 0, 0, &cfg, t0));
     uint64_t block = fill(base, &cfg, 1, 20, t0);
     fill(base, &cfg, 2, 20, t0 + 100);
     fill(base, &cfg, 0, 20, t0 + 200);
+    fill(base, &cfg, 3, 25, t0 + 300);
     sb->tenants[1].quota = 10 * block;                     /* lowered below what it holds */
 
     /* a limit 5 blocks under the heap: tenant 1, over its quota by 10, gives them all */
     cfg.maxmemory = sb->heap_used - 5 * block;
     CHECK(cx_evict_to_limit(base, &cfg, t0 + 1000));
     CHECK(sb->tenants[1].keys == 15 && sb->tenants[0].keys == 20 && sb->tenants[2].keys == 20);
+    CHECK_EQ(sb->tenants[3].keys, 25);
     CHECK_EQ(find(base, 1, 0, "t1-04"), 0);                /* its least recent went */
     CHECK(find(base, 1, 0, "t1-05") != 0);
     CHECK_EQ(sb->tenants[1].evicted, 5);
     CHECK_EQ(sb->evicted, 5);
 
-    /* in victim order: tenant 1 down to its quota, then tenant 0 (no quota), then the
-       fullest of the tenants within their quotas (tenant 1 again, then tenant 2) */
-    int order[64], n = 0;
-    for (uint64_t v; n < 64 && (v = cx_global_victim(base, &cfg, t0 + 1000)); ) {
+    /* in victim order: tenant 1 down to its quota; then the tenants without a quota,
+       the larger first (tenant 3 down to tenant 0's size, then the two in turn); then
+       the fullest of the tenants within their quotas (tenant 1 again, then tenant 2) */
+    int order[128], n = 0;
+    for (uint64_t v; n < 128 && (v = cx_global_victim(base, &cfg, t0 + 1000)); ) {
         order[n++] = CX_E(base, v)->tenant;
         cx_evict(base, v);
     }
-    CHECK_EQ(n, 55);
-    int i = 0;
+    CHECK_EQ(n, 80);
+    int i = 0, gap = 0;
     while (i < n && order[i] == 1) i++;
     CHECK_EQ(i, 5);
-    while (i < n && order[i] == 0) i++;
-    CHECK_EQ(i, 25);
+    while (i < n && order[i] == 3) i++;
+    CHECK_EQ(i, 10);
+    for (; i < n && (order[i] == 0 || order[i] == 3); i++) {
+        gap += order[i] == 0 ? 1 : -1;
+        CHECK(gap == 0 || gap == 1);
+    }
+    CHECK_EQ(i, 50);
     while (i < n && order[i] == 1) i++;
-    CHECK_EQ(i, 35);
+    CHECK_EQ(i, 60);
     while (i < n && order[i] == 2) i++;
-    CHECK_EQ(i, 55);
+    CHECK_EQ(i, 80);
     CHECK_EQ(sb->entries, 0);
     free_arena(base);
 }
@@ -796,11 +806,11 @@ static void test_rebuild_drops_torn_entries(void) {
     CX_KEY(CX_E(base, k1))[1] = '9';                       /* a key byte the hash does not cover now */
     CHECK(!cx_entry_intact(base, k1, size));
     CX_KEY(CX_E(base, k1))[1] = '1';
-    CX_E(base, k1)->db = 2;                                /* a sealed field */
+    CX_E(base, k1)->type = 1;                              /* sealed, and outside the hash */
     CHECK(!cx_entry_intact(base, k1, size));
     sb->clean = 0;
     CHECK_EQ(cx_rebuild(base), 1);
-    CHECK(!find(base, 0, 2, "k1") && !find(base, 0, 0, "k1"));
+    CHECK(!find(base, 0, 0, "k1"));
     CHECK(holds(base, find(base, 0, 0, "k2"), "two") && holds(base, find(base, 0, 0, "k3"), "three"));
     CHECK(sb->entries == 2 && sb->db_keys[0] == 2 && sb->db_volatile[0] == 1);
     CHECK(in_slot(base, cx_period(t0 + 3600000), find(base, 0, 0, "k3")));
