@@ -112,6 +112,8 @@ static void test_size_classes(void) {
     CHECK_EQ(cx_class(4096), 64);          /* ... then eight per power of two */
     CHECK_EQ(cx_class(4096 + 511), 64);
     CHECK_EQ(cx_class(4096 + 512), 65);
+    CHECK_EQ(cx_class(8192), 72);
+    CHECK_EQ(cx_class(MIB), 128);
     CHECK_EQ(cx_class(~0ull & ~63ull), CX_NCLASS - 1);
     unsigned last = 0;
     for (uint64_t size = 64; size < (1ull << 44); size += size / 7 + 64 - (size / 7) % 64) {
