@@ -28,12 +28,21 @@ directives = {
 }
 
 
+# Our C in ext/ (not the .c files Cython generates, ext/_*.c): what the .pyx files
+# include, so an edit rebuilds them
+OUR_C = sorted(path for path in glob.glob("ext/**/*.[ch]", recursive=True)
+               if not os.path.basename(path).startswith("_"))
+# C compiled beside an extension's .pyx (the arena's C is included by _store.pyx instead,
+# one translation unit with it)
+C_SOURCES = {"_store": ["ext/globmatch.c"]}
+
+
 def extension(name):
     return Extension(
         f"cxlredis.{name}",
-        [f"ext/{name}.pyx"],
+        [f"ext/{name}.pyx", *C_SOURCES.get(name, [])],
         include_dirs=["ext"],
-        depends=glob.glob("ext/**/*.h", recursive=True),   # the C the .pyx files include
+        depends=OUR_C,
         extra_compile_args=compile_args,
         define_macros=macros,
     )

@@ -491,7 +491,7 @@ def test_kill9_during_eviction_never_tears_values(cxl_factory):
 
 # ---------------------------------------------------------------- RENAME at every crash point
 # The server kills itself (SIGKILL) at numbered points of a rename when started with
-# CXLREDIS_TEST_CRASH_POINT (ext/_store.pyx, CX_CRASH_POINT): 1-6 in place (the new
+# CXLREDIS_TEST_CRASH_POINT (ext/arena/rename.c, CX_CRASH_POINT): 1-6 in place (the new
 # name fits the entry's key area), 11-13 by copy (it does not). After the rebuild the
 # value is at exactly one name, with its TTL, and a replaced destination holds either
 # its old value (rename undone) or the moved one (rename done).

@@ -1,0 +1,33 @@
+/* The arena's C, as one translation unit: ext/_store.pyx includes this file, so its
+   functions stay static and the compiler inlines across the parts and into the Cython
+   layer (the fast path's lookups and commits). tests/c compiles it with -Wall -Wextra
+   -Werror and runs its tests under ASan and UBSan.
+
+   layout.h    the on-arena format: superblock, entry header, blocks, constants
+   common.h    entry points (CX_API), process settings, ordered stores, clock, crash points
+   hash.c      key hashes, header and superblock checksums, value checksums
+   heap.c      the allocator: boundary tags, size classes, coalescing, backed pages
+   backing.c   the backing file or device: open, map, allocate and punch pages
+   index.c     buckets and chains
+   lru.c       LRU lists and LFU counters
+   ttl.c       the expiry wheel and active expiry
+   entry.c     reserve, commit, lookup, pin, drop: an entry's life and its counters
+   evict.c     victims, tenant tiers, allocation that evicts
+   tenant.c    tenant slots, their counter tables, create and drop
+   rename.c    RENAME/MOVE with the rename intent, its redo and undo
+   recovery.c  format, validate, rebuild, clean close */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* fallocate (a Python extension has it from Python.h) */
+#endif
+
+#include "backing.c"
+#include "entry.c"
+#include "evict.c"
+#include "hash.c"
+#include "heap.c"
+#include "index.c"
+#include "lru.c"
+#include "recovery.c"
+#include "rename.c"
+#include "tenant.c"
+#include "ttl.c"

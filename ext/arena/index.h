@@ -1,0 +1,19 @@
+/* The index: a power-of-two array of buckets, each the head of a chain of entries
+   linked through chain_next. An entry's identity is (tenant, physical db, key); its
+   bucket is the low bits of its hash (cx_key_hash). */
+#ifndef CX_INDEX_H
+#define CX_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+/* the live entry for the identity (0 if none); *link, unless link is NULL, is the
+   word that points at it (a bucket or the previous entry's chain_next) */
+CX_API uint64_t cx_find(char *base, uint64_t h, unsigned tenant, unsigned pdb, const uint8_t *key, size_t klen,
+                        uint64_t **link);
+static void cx_index_unlink(char *base, uint64_t off);
+static void cx_index_push(char *base, uint64_t off);
+
+#endif

@@ -1,0 +1,38 @@
+/* Recency and frequency (see lru.h). */
+#include "common.h"
+#include "lru.h"
+
+static void cx_lru_push(char *base, uint64_t off) {
+    cx_entry *e = CX_E(base, off);
+    cx_tenant *t = &CX_SB(base)->tenants[e->tenant];
+    int l = cx_list_of(e);
+    e->lru_prev = 0;
+    e->lru_next = t->head[l];
+    if (t->head[l]) CX_E(base, t->head[l])->lru_prev = off;
+    else t->tail[l] = off;
+    t->head[l] = off;
+    t->list_bytes[l] += CX_SIZE(e->size_state);
+}
+
+static void cx_lru_unlink(char *base, uint64_t off) {
+    cx_entry *e = CX_E(base, off);
+    cx_tenant *t = &CX_SB(base)->tenants[e->tenant];
+    int l = cx_list_of(e);
+    if (e->lru_prev) CX_E(base, e->lru_prev)->lru_next = e->lru_next;
+    else t->head[l] = e->lru_next;
+    if (e->lru_next) CX_E(base, e->lru_next)->lru_prev = e->lru_prev;
+    else t->tail[l] = e->lru_prev;
+    e->lru_prev = e->lru_next = 0;
+    t->list_bytes[l] -= CX_SIZE(e->size_state);
+}
+
+static void cx_lfu_touch(cx_entry *e, int64_t now, uint64_t *rng) {
+    unsigned c = cx_lfu_value(e, now);
+    if (c < 255) {
+        double base_val = c > CX_LFU_INIT ? (double)(c - CX_LFU_INIT) : 0.0;
+        double r = (double)(cx_rand(rng) >> 11) * (1.0 / 9007199254740992.0);
+        if (r < 1.0 / (base_val * CX_LFU_LOG_FACTOR + 1.0)) c++;
+    }
+    e->lfu = (uint8_t)c;
+    e->lfu_minutes = cx_minutes(now);
+}
