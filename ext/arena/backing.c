@@ -39,6 +39,7 @@ static int cx_back_punch(int fd, uint64_t off, uint64_t len) {
     return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0 ? 0 : errno;
 }
 
+/* ---- the file or device ---- */
 /* *created: the file did not exist (the caller removes it if the arena cannot start) */
 CX_API int cx_os_open(const char *path, int *fd, uint64_t *file_size, int *is_chr, int *created) {
     int f = open(path, O_RDWR | O_CLOEXEC);

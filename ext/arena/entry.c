@@ -7,6 +7,7 @@
 #include "heap.h"
 #include "index.h"
 #include "lru.h"
+#include "tenant.h"
 #include "ttl.h"
 
 /* entry counters and the expiry wheel, +1 when an entry becomes live, -1 when it

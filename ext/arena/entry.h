@@ -11,7 +11,6 @@
 
 #include "common.h"
 #include "layout.h"
-#include "tenant.h"
 
 /* key + value bytes of live entry e changed by delta (tenant 0's share is derived) */
 static inline void cx_dataset_add(char *base, const cx_entry *e, uint64_t delta) {

@@ -13,7 +13,6 @@
 #include "tenant.h"
 #include "ttl.h"
 
-/* ---- format, validate, rebuild ---- */
 static uint64_t cx_buckets_for(uint64_t size) {
     uint64_t n = CX_MIN_BUCKETS;
     while (n * 2 <= size / CX_BYTES_PER_BUCKET) n *= 2;

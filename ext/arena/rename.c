@@ -7,9 +7,6 @@
 #include "layout.h"
 #include "rename.h"
 
-/* ---- RENAME / MOVE: a kill -9 at any point leaves the key at its old name or at
-   its new one (the rebuild finishes a rename it finds recorded) ---- */
-
 /* entry `off` takes the identity recorded in r (its rest, value and TTL, stay): the
    key bytes, then the header fields and checksum that make them its identity */
 static void cx_rename_write_key(char *base, uint64_t off, const cx_rename_intent *r) {

@@ -10,7 +10,6 @@
 #include "common.h"
 #include "layout.h"
 
-/* ---- tenants ---- */
 static inline uint64_t cx_tenant_bits(const cx_super *sb) { return sb->tenant_bits | 1; }
 /* the policy tenant t's entries are evicted by: its own, else the arena's (always
    the arena's for the default tenant) */
