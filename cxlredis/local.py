@@ -298,7 +298,10 @@ class LocalClient:
             try:
                 replies.append(self._conn.read_response())
             except ResponseError as e:
-                replies.append(e)
+                # a reply, not a raise: its traceback would keep the caller's frames (and
+                # the buffers they hold) alive in a cycle, for the cyclic GC to free at
+                # whatever point it runs, even inside a caller's allocator lock
+                replies.append(e.with_traceback(None))
         return replies[skip:]
 
     def _spin_for_reply(self):

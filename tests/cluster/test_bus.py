@@ -76,6 +76,10 @@ class BusPeer:
     def close(self):
         self.closing = True
         for sock in self.sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)     # wakes the thread blocked in accept/recv
+            except OSError:
+                pass                                # the peer already went
             sock.close()
 
 

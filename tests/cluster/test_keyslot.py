@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from conftest import ServerProcess
+from conftest import ServerProcess, free_port
 from cxlredis.cluster.slots import CLUSTER_SLOTS, crc16, key_slot, keys_slot
 
 EDGE_KEYS = [
@@ -16,7 +16,9 @@ EDGE_KEYS = [
 
 @pytest.fixture(scope="module")
 def cluster_redis():
-    server = ServerProcess("redis", {"cluster-enabled": "yes", "cluster-config-file": "nodes.conf"})
+    # an explicit bus port: the default (port + 10000) does not exist for a port above 55535
+    server = ServerProcess("redis", {"cluster-enabled": "yes", "cluster-config-file": "nodes.conf",
+                                     "cluster-port": free_port()})
     server.start()
     yield server
     server.close()
