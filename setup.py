@@ -1,5 +1,9 @@
 """Builds the Cython core (ext/) into cxlredis._store, ._resp, ._numbers, ._fastpath and ._cluster.
 
+ext/cxlredis/ holds each extension's .pyx beside its .pxd (its typed boundary), laid out
+as the package they build into, so `cimport cxlredis._store` finds ext/cxlredis/_store.pxd;
+the C they wrap lives in ext/arena/, ext/cluster/ and ext/globmatch.[ch].
+
 Debug switches, as environment variables read at build time:
   CXLREDIS_ANNOTATE=1   write Cython's HTML annotation next to each .pyx
   CXLREDIS_TRACE=1      compile with line tracing (profilers, coverage)
@@ -28,8 +32,8 @@ directives = {
 }
 
 
-# Our C in ext/ (not the .c files Cython generates, ext/_*.c): what the .pyx files
-# include, so an edit rebuilds them
+# Our C in ext/ (not the .c files Cython generates, ext/cxlredis/_*.c): what the .pyx
+# files include, so an edit rebuilds them
 OUR_C = sorted(path for path in glob.glob("ext/**/*.[ch]", recursive=True)
                if not os.path.basename(path).startswith("_"))
 # C compiled beside an extension's .pyx (the arena's C is included by _store.pyx instead,
@@ -40,7 +44,7 @@ C_SOURCES = {"_store": ["ext/globmatch.c"]}
 def extension(name):
     return Extension(
         f"cxlredis.{name}",
-        [f"ext/{name}.pyx", *C_SOURCES.get(name, [])],
+        [f"ext/cxlredis/{name}.pyx", *C_SOURCES.get(name, [])],
         include_dirs=["ext"],
         depends=OUR_C,
         extra_compile_args=compile_args,
@@ -52,8 +56,7 @@ setup(
     ext_modules=cythonize(
         [extension(name) for name in EXTENSIONS],
         compiler_directives=directives,
-        # "." finds the typed boundaries, cxlredis/_resp.pxd and cxlredis/_store.pxd
-        include_path=["ext", "."],
+        include_path=["ext"],
         annotate=os.environ.get("CXLREDIS_ANNOTATE") == "1",
     ),
 )

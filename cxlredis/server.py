@@ -102,7 +102,7 @@ class Server:
         self.audit = AuditLog(config)
         self.acl = Acl(config, self.audit, self.clients)
         self._watch_config()
-        self.tls = TLSListeners(self, bind_tcp)
+        self.tls = TLSListeners(config, self.new_connection, bind_tcp)
         # So is a busy port or a bad TLS setup: the listeners are bound before any file is made.
         self._bind_listeners()
         try:

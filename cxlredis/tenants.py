@@ -1,6 +1,6 @@
 """Tenants: key namespaces with a quota, an eviction policy, users and shared grants.
 
-The arena keeps what has to live as long as the data (ext/_store.pyx, Arena):
+The arena keeps what has to live as long as the data (ext/cxlredis/_store.pyx, Arena):
 each tenant's name, quota, policy, counters and entries. This module keeps
 the rest and binds every connection to the keyspace of its user's tenant.
 

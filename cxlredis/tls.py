@@ -170,18 +170,20 @@ class TLSListeners:
     """The TLS listeners (one per bind address on tls-port) and their context.
 
     Follows CONFIG SET of tls-port, bind, tls-auth-clients and the context
-    options. `bind_tcp(hosts, port, backlog) -> [listening sockets]` is the
-    server's socket binder (passed in: server.py imports this module).
+    options. `new_connection()` makes the protocol of an accepted connection and
+    `bind_tcp(hosts, port, backlog) -> [listening sockets]` is the server's socket
+    binder (both passed in: server.py imports this module).
     """
 
-    def __init__(self, server, bind_tcp):
-        self.server = server
+    def __init__(self, config, new_connection, bind_tcp):
+        self.config = config
+        self._new_connection = new_connection
         self._bind_tcp = bind_tcp
         self.context = None        # the _SwitchableContext while TLS is on
         self.sockets = []          # bound listening sockets; each server listens on a dup
         self.bound = ((), 0)       # (hosts, port) of self.sockets
         self.listeners = []
-        cfg = server.config
+        cfg = config
         for name in CONTEXT_OPTIONS:
             cfg.on_change(name, self._reload)
         cfg.on_change("tls-auth-clients", self._set_verify_mode)
@@ -191,7 +193,7 @@ class TLSListeners:
     def bind(self):
         """Build the context and bind tls-port, if set; a bad option or a busy port ends the
         process (at start-up, before the arena exists)."""
-        cfg = self.server.config
+        cfg = self.config
         if not cfg["tls-port"]:
             return
         try:
@@ -225,7 +227,7 @@ class TLSListeners:
 
     def _new_context(self):
         try:
-            return build_context(self.server.config)
+            return build_context(self.config)
         except TLSConfigError as error:
             log.warning("%s", error)
             raise ConfigSetError(UPDATE_FAILED) from None
@@ -243,7 +245,7 @@ class TLSListeners:
     def _rebind(self, failure_text):
         """Listen on the current bind/tls-port: old sockets closed first (the addresses may
         overlap), the old ones bound again if the new ones cannot be."""
-        cfg = self.server.config
+        cfg = self.config
         wanted = (cfg["bind"], cfg["tls-port"])
         if wanted == self.bound:
             return
@@ -268,7 +270,7 @@ class TLSListeners:
         if not previous[1]:
             return
         try:
-            self.sockets = self._bind_tcp(*previous, self.server.config["tcp-backlog"])
+            self.sockets = self._bind_tcp(*previous, self.config["tcp-backlog"])
         except OSError as error:
             log.warning("TLS listener lost: could not bind its previous addresses again: %s", error)
             self.context = None
@@ -281,8 +283,8 @@ class TLSListeners:
         for sock in sockets:
             if sockets is not self.sockets:
                 return      # rebound meanwhile: these sockets are closed
-            listener = await loop.create_server(self.server.new_connection, sock=sock.dup(),
-                                                ssl=self.context, backlog=self.server.config["tcp-backlog"])
+            listener = await loop.create_server(self._new_connection, sock=sock.dup(),
+                                                ssl=self.context, backlog=self.config["tcp-backlog"])
             if sockets is not self.sockets:
                 listener.close()
                 return

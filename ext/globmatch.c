@@ -3,6 +3,11 @@
    earlier one would, so the answers are the same. */
 #include "globmatch.h"
 
+/* held to -Wall -Wextra -Werror in the extension build too (see arena/arena.c) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wall"
+#pragma GCC diagnostic error "-Wextra"
+
 static inline int cx_lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
 /* does the single-character pattern token at p[i] match ch? *next = index after it */
@@ -61,3 +66,5 @@ int cx_glob(const uint8_t *p, size_t pn, const uint8_t *s, size_t sn, int nocase
     while (pi < pn && p[pi] == '*') pi++;
     return pi == pn;
 }
+
+#pragma GCC diagnostic pop

@@ -75,7 +75,7 @@ class CommandSpec:
     # What cxlredis needs to know of a command beyond Redis's flags (which COMMAND INFO shows):
     queued_in_multi: bool = True  # False: runs at once even inside MULTI (EXEC, WATCH, ...)
     audit_event: str = ""        # its success is this audit-log event (audit.py words the details)
-    fast_op: int = -1            # its code in the C fast path (ext/_fastpath.pxd), -1: not there
+    fast_op: int = -1            # its code in the C fast path (ext/cxlredis/_fastpath.pxd), -1: not there
     # For key specs flagged variable_flags: argv → the access (READ/WRITE bits) its keys need.
     key_access: object = None
     subcommands: dict = field(default_factory=dict)

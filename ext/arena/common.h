@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
-/* The entry points: the functions ext/_store.pyx calls. Like every function of the
+/* The entry points: the functions ext/cxlredis/_store.pyx calls. Like every function of the
    arena they are static, in one translation unit with the Cython layer, so the compiler
    inlines across the two; "unused" because a unit that calls only some of them (a C
    test) is not dead code. */
@@ -33,7 +33,7 @@ typedef struct {
    crash) only after every store before it */
 static inline void cx_store(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 /* A reader through the mapping calls this between using a value's bytes and
-   re-reading the entry header (see acquire_fence in ext/_store.pyx). */
+   re-reading the entry header (see acquire_fence in ext/cxlredis/_store.pyx). */
 static inline void cx_acquire_fence(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 
 /* Tests kill the process at numbered points of a multi-store update

@@ -7,6 +7,11 @@
 #ifndef CXLREDIS_CRC64_H
 #define CXLREDIS_CRC64_H
 
+/* held to -Wall -Wextra -Werror (see arena/arena.c) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wall"
+#pragma GCC diagnostic error "-Wextra"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -55,5 +60,7 @@ static uint64_t cx_crc64(uint64_t crc, const unsigned char *buf, size_t len) {
         crc = CX_CRC64_TABLE[0][(crc ^ *buf++) & 0xff] ^ (crc >> 8);
     return crc;
 }
+
+#pragma GCC diagnostic pop
 
 #endif

@@ -2,6 +2,11 @@
 #ifndef CXLREDIS_KEYSLOT_H
 #define CXLREDIS_KEYSLOT_H
 
+/* held to -Wall -Wextra -Werror (see arena/arena.c) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wall"
+#pragma GCC diagnostic error "-Wextra"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -40,5 +45,7 @@ static unsigned int cx_key_slot(const unsigned char *key, size_t len) {
     }
     return cx_crc16(key, len) & (CX_CLUSTER_SLOTS - 1);
 }
+
+#pragma GCC diagnostic pop
 
 #endif

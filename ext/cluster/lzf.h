@@ -9,6 +9,11 @@
 #ifndef CXLREDIS_LZF_H
 #define CXLREDIS_LZF_H
 
+/* held to -Wall -Wextra -Werror (see arena/arena.c) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wall"
+#pragma GCC diagnostic error "-Wextra"
+
 #include <stddef.h>
 #include <string.h>
 
@@ -49,5 +54,7 @@ static ptrdiff_t cx_lzf_decompress(const unsigned char *in, size_t in_len,
     }
     return op - out;
 }
+
+#pragma GCC diagnostic pop
 
 #endif

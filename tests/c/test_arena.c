@@ -1,6 +1,6 @@
 /* The arena's C (ext/arena/) on its own: arenas formatted in anonymous shared memory
    (and one over a real file, argv[1] being a directory for it), driven through the
-   same entry points ext/_store.pyx calls, and through the internal functions where a
+   same entry points ext/cxlredis/_store.pyx calls, and through the internal functions where a
    structure is checked directly. Compiled as one unit with the arena, as _store is. */
 #include "arena/arena.c"
 

@@ -18,7 +18,7 @@ to the libFuzzer inside atheris (the same shared object atheris loads when
 fuzzing starts).
 
 It is compiled as setup.py compiles it (module ``cxlredis._resp``, its .pxd
-found from the repository root) into ``build/fuzz/`` (git-ignored), keyed by
+beside it in ext/cxlredis/) into ``build/fuzz/`` (git-ignored), keyed by
 a hash of the .pyx, the .pxd and this file, in a few seconds.
 """
 from __future__ import annotations
@@ -36,8 +36,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # CXLREDIS_FUZZ_PYX points at another copy of the parser's source (e.g. an older version).
-PYX = Path(os.environ.get("CXLREDIS_FUZZ_PYX", REPO_ROOT / "ext" / "_resp.pyx"))
-PXD = REPO_ROOT / "cxlredis" / "_resp.pxd"     # its typed boundary (attributes), as setup.py finds it
+PYX = Path(os.environ.get("CXLREDIS_FUZZ_PYX", REPO_ROOT / "ext" / "cxlredis" / "_resp.pyx"))
+PXD = REPO_ROOT / "ext" / "cxlredis" / "_resp.pxd"   # its typed boundary (attributes), beside it
 MODULE = "cxlredis._resp"
 BUILD_DIR = REPO_ROOT / "build" / "fuzz"
 # The same directives as setup.py's release build: fuzz what ships.
@@ -134,7 +134,7 @@ def build() -> Path:
     shim = out / "sancov_shim.c"
     shim.write_text(SHIM)
     cython = [sys.executable, "-m", "cython", "-3", "--module-name", MODULE,
-              "-I", str(REPO_ROOT), "-I", str(REPO_ROOT / "ext"), str(PYX), "-o", str(c_source)]
+              "-I", str(REPO_ROOT / "ext"), str(PYX), "-o", str(c_source)]
     for directive in DIRECTIVES:
         cython += ["-X", directive]
     done = subprocess.run(cython, capture_output=True, text=True)

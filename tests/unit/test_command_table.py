@@ -65,7 +65,7 @@ def test_set_reads_its_key_only_with_get():
 
 
 def test_the_fast_path_takes_the_commands_the_table_flags():
-    """fast_op on a spec is the fast path's code for it (cxlredis/_fastpath.pxd): the
+    """fast_op on a spec is the fast path's code for it (ext/cxlredis/_fastpath.pxd): the
     table names the commands, the connection maps the codes back, one to one."""
     from cxlredis import _fastpath, connection, metrics, server
     flagged = {spec.fast_op: spec.name for spec in commands.SPECS if spec.fast_op >= 0}

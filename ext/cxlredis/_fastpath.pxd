@@ -1,4 +1,4 @@
-# The typed boundary of cxlredis._fastpath (ext/_fastpath.pyx): its counters, which the
+# The typed boundary of cxlredis._fastpath (ext/cxlredis/_fastpath.pyx): its counters, which the
 # server folds into commandstats, and the codes of the commands it runs.
 
 cdef enum:

@@ -1,4 +1,4 @@
-# The typed boundary of cxlredis._store (ext/_store.pyx), for the C fast path (ext/_fastpath.pyx).
+# The typed boundary of cxlredis._store (ext/cxlredis/_store.pyx), for the C fast path (ext/cxlredis/_fastpath.pyx).
 from libc.stdint cimport uint64_t
 
 

@@ -1,4 +1,4 @@
-# The typed boundary of cxlredis._resp (ext/_resp.pyx), for the C fast path (ext/_fastpath.pyx).
+# The typed boundary of cxlredis._resp (ext/cxlredis/_resp.pyx), for the C fast path (ext/cxlredis/_fastpath.pyx).
 from cpython.buffer cimport Py_buffer
 
 

@@ -27,7 +27,7 @@ cdef extern from "<time.h>" nogil:
     int clock_gettime(int clk_id, timespec *tp)
     enum: CLOCK_MONOTONIC
 
-# Python's view of the boundary (cxlredis/_fastpath.pxd)
+# Python's view of the boundary (ext/cxlredis/_fastpath.pxd)
 LATENCY_BUCKET_COUNT = LATENCY_BUCKETS
 FAST_GET_OP = FAST_GET
 FAST_SET_OP = FAST_SET
@@ -65,7 +65,7 @@ cdef inline int op_of(list argv) noexcept:
 
 cdef class Counters:
     """What the fast path ran since the last fold into the server's Stats (fields in
-    cxlredis/_fastpath.pxd)."""
+    ext/cxlredis/_fastpath.pxd)."""
 
     def fold(self, get_counters, set_counters):
         """Add the counts to the commandstats lists [calls, usec, rejected, failed,
