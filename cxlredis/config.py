@@ -298,6 +298,17 @@ class Directory(String):
         return os.path.abspath(text)
 
 
+class Hostname(String):
+    """cluster-announce-hostname: written into nodes.conf and gossip, so no separators."""
+
+    def parse_one(self, text):
+        if len(text) >= 256:
+            raise _Invalid("Hostnames must be less than 256 characters")
+        if any(not (ch.isascii() and ch.isalnum()) and ch not in "-." for ch in text):
+            raise _Invalid("Hostnames may only contain alphanumeric characters, hyphens or dots")
+        return text
+
+
 class Bind(_Kind):
     """Addresses to listen on; one empty argument means none."""
 
@@ -644,6 +655,38 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("tenants-file", String(), "tenants.json", IMMUTABLE,
      "JSON file keeping tenant users and shared grants across restarts, relative to dir; "
      "empty keeps them in memory (and the config file's tenant lines).", "security"),
+
+    ("cluster-enabled", Bool(), False, IMMUTABLE,
+     "Run as a Redis Cluster node: slots, redirects and the cluster bus (docs/cluster.md).",
+     "cluster"),
+    ("cluster-config-file", String(), "nodes.conf", IMMUTABLE,
+     "The node's cluster state (Redis's nodes.conf format), relative to dir; written by the "
+     "server, atomically.", "cluster"),
+    ("cluster-port", Integer(0, 65535), 0, IMMUTABLE,
+     "TCP port of the cluster bus; 0 means port + 10000.", "cluster"),
+    ("cluster-node-timeout", Integer(0, LLONG_MAX), 15000, MUTABLE,
+     "Milliseconds a node may stay unreachable before it is suspected (PFAIL), and then "
+     "failed (FAIL) when a majority of masters agrees.", "cluster"),
+    ("cluster-announce-ip", String(), "", MUTABLE,
+     "Address the other nodes and clients are told to use for this node; empty: the "
+     "address the other nodes see.", "cluster"),
+    ("cluster-announce-port", Integer(0, 65535), 0, MUTABLE,
+     "Client port announced to the cluster; 0: port.", "cluster"),
+    ("cluster-announce-tls-port", Integer(0, 65535), 0, MUTABLE,
+     "TLS client port announced to the cluster; 0: tls-port.", "cluster"),
+    ("cluster-announce-bus-port", Integer(0, 65535), 0, MUTABLE,
+     "Cluster bus port announced to the cluster; 0: cluster-port.", "cluster"),
+    ("cluster-announce-hostname", Hostname(), "", MUTABLE,
+     "Hostname announced to the cluster (CLUSTER SLOTS, SHARDS, redirects with "
+     "cluster-preferred-endpoint-type hostname); empty for none.", "cluster"),
+    ("cluster-require-full-coverage", Bool(), True, MUTABLE,
+     "Refuse every command (CLUSTERDOWN) while any slot is unassigned or on a failed node; "
+     "no keeps serving the slots that are up.", "cluster"),
+    ("cluster-allow-reads-when-down", Bool(), False, MUTABLE,
+     "While the cluster is down, still serve reads of the slots this node owns.", "cluster"),
+    ("cluster-preferred-endpoint-type", Enum("ip", "hostname", "unknown-endpoint"), "ip",
+     MUTABLE, "What MOVED, ASK and CLUSTER SLOTS name a node by: its ip, its announced "
+     "hostname, or ? (the client's own address for it).", "cluster"),
 ])
 
 _BY_NAME = {option.name: option for option in OPTIONS}

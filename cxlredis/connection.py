@@ -137,7 +137,8 @@ class Client(asyncio.BufferedProtocol):
             else:
                 parser.authenticated = True
                 if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted
-                        and isinstance(store, Keyspace) and services.monitoring.watch_from_us):
+                        and isinstance(store, Keyspace) and services.monitoring.watch_from_us
+                        and not session.asking):
                     # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
                     # its keyspace commands and feeds every command to it)
                     commands += self._serve_fast(store, output_budget)
@@ -188,8 +189,10 @@ class Client(asyncio.BufferedProtocol):
         with the bookkeeping dispatch.call does; returns how many ran."""
         services, session, fast = self.services, self.session, self.fast_counters
         monitoring = services.monitoring
+        cluster = services.cluster
         ran = serve_fast(self.parser, session.reply, store, store.arena, session.db, fast,
-                         monitoring.watch_from_us, output_budget)
+                         monitoring.watch_from_us, output_budget,
+                         cluster.serve_here if cluster is not None else None)
         if ran:
             if services.watchers:
                 check_absent_watched_keys(services.watchers)

@@ -17,7 +17,7 @@ class Services:
     and nothing more of it (INFO's text, the arena check, the shutdown request)."""
 
     __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring",
-                 "clients", "watchers", "version", "lastsave", "info", "check_arenas",
+                 "clients", "watchers", "cluster", "version", "lastsave", "info", "check_arenas",
                  "reset_stats", "request_shutdown", "check_shutdown_allowed")
 
     def __init__(self, **parts):
@@ -37,7 +37,8 @@ class CallContext:
     __slots__ = ("services", "reply", "store", "id", "name", "lib_name", "lib_ver", "addr",
                  "laddr", "unix", "local", "created", "db", "protocol", "multi", "multi_dirty",
                  "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
-                 "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued")
+                 "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued",
+                 "asking", "readonly")
 
     def __init__(self, services, reply, store, created, dispatch_queued):
         self.services = services
@@ -64,6 +65,8 @@ class CallContext:
         self.monitoring = False      # in MONITOR mode (a replica to Redis: no keyspace commands)
         self.close_after_command = False    # QUIT, CLIENT KILL of itself, ...: reply, then close
         self.dispatch_queued = dispatch_queued
+        self.asking = False          # cluster: ASKING came before this command (or this MULTI)
+        self.readonly = False        # cluster: READONLY (reads from a replica; none here)
 
     def set_protocol(self, protover):
         self.protocol = protover

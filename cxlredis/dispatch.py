@@ -2,7 +2,8 @@
 
 lookup (unknown command / subcommand) → arity → DEBUG unless enable-debug-command
 allows it → NOAUTH → no_multi → ACL
-(command, then keys) → evictions (back under maxmemory; -OOM for a denyoom
+(command, then keys) → cluster redirect (MOVED, ASK, CROSSSLOT, TRYAGAIN,
+CLUSTERDOWN; cluster mode only) → evictions (back under maxmemory; -OOM for a denyoom
 command when nothing more can go) → MULTI queueing → handler, timed, with
 per-command calls/usec/rejected/failed counters and per-prefix error counters
 (INFO commandstats / errorstats). A write that still finds no room raises
@@ -15,6 +16,7 @@ import time
 from . import acl, errors, protected
 from ._store import OutOfMemory, TenantError, WrongType
 from .commands import lookup
+from .redirects import redirect
 from .sessions import check_absent_watched_keys, watched_keys_changed
 from .errors import CommandError
 from .metrics import LATENCY_BUCKETS
@@ -33,6 +35,17 @@ def dispatch(c, argv):
         error = protected.DEBUG_NOT_ALLOWED
     if error is None and (not c.authenticated or c.multi is not None or not c.user.unrestricted):
         error = refusal(c, spec, argv)
+    if error is None and c.services.cluster is not None:
+        error = redirect(c, spec, argv)
+        if error is not None and spec.name == "exec":
+            # Redis drops the transaction and answers the redirect itself, not EXECABORT.
+            c.discard_multi()
+            c.unwatch_all()
+            reject(c, spec, error)
+            return
+        if c.asking and not (spec.name in ("asking", "multi") or (
+                c.multi is not None and spec.name not in ("exec", "discard"))):
+            c.asking = False          # ASKING covers one command, or one transaction
     # Redis's performEvictions: get back under maxmemory before any command (it may have
     # been lowered); a command that may grow memory is refused when that is impossible.
     if (error is None and not c.services.monitoring.evict_to_maxmemory(c.store.arena)

@@ -62,7 +62,7 @@ def _server(s):
         ("redis_git_sha1", "00000000"),
         ("redis_git_dirty", 0),
         ("redis_build_id", "0"),
-        ("redis_mode", "standalone"),
+        ("redis_mode", "cluster" if s.cluster is not None else "standalone"),
         ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
         ("arch_bits", 64 if sys.maxsize > 2 ** 32 else 32),
         ("monotonic_clock", "POSIX clock_gettime"),
@@ -271,7 +271,7 @@ def _backing_kind(path):
 SECTIONS = {
     "server": _server, "clients": _clients, "memory": _memory, "persistence": _persistence,
     "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": lambda s: [],
-    "errorstats": _errorstats, "cluster": lambda s: [("cluster_enabled", 0)],
+    "errorstats": _errorstats, "cluster": lambda s: [("cluster_enabled", int(s.cluster is not None))],
     "keyspace": _keyspace, "commandstats": _commandstats, "latencystats": _latencystats,
     "arena": _arena, "tenants": _tenants,
 }

@@ -19,6 +19,9 @@ from ._resp import LargeValueThreshold
 from ._store import Arena, ArenaError
 from .acl import Acl
 from .audit import AuditLog
+from .cluster.links import Bus
+from .cluster.nodes_conf import NodesConfError
+from .cluster.state import PORT_INCREMENT, ClusterState
 from .clients import Clients
 from .connection import Client
 from .context import Services
@@ -90,6 +93,7 @@ class Server:
         self.listeners = []
         self.unix_listener = None
         self.shutdown_requested = None
+        self.cluster = None                     # ClusterState in cluster mode
         # every connection's parser and reply writer, and the fast path, read this one
         self.large_threshold = LargeValueThreshold(config["large-value-threshold"])
         # What this start created, removed if it fails: arena files (unless another process
@@ -114,13 +118,15 @@ class Server:
                                    self.new_arena_files)
             self.acl.tenants = self.tenants
             self.leases = Leases(config)            # co-located clients' leases (CXL commands)
+            self.cluster = self._load_cluster() if config["cluster-enabled"] else None
         except BaseException:
             self.abandon_start()
             raise
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
             leases=self.leases, monitoring=self.monitoring, clients=self.clients,
-            watchers=self.watchers, version=REDIS_COMPAT_VERSION, lastsave=self.lastsave,
+            watchers=self.watchers, cluster=self.cluster, version=REDIS_COMPAT_VERSION,
+            lastsave=self.lastsave,
             info=lambda sections, session: metrics.info(self, sections, session),
             check_arenas=self.check_arenas, reset_stats=self.reset_stats,
             request_shutdown=self.request_shutdown,
@@ -129,6 +135,27 @@ class Server:
     def new_connection(self):
         """The protocol object of one accepted connection (every listener's factory)."""
         return Client(self.services, self.large_threshold, self.fast_counters)
+
+    def _load_cluster(self):
+        """This node's cluster view from nodes.conf (a new node writes one), which no other
+        running node may share."""
+        cfg = self.config
+        path = os.path.join(cfg["dir"], cfg["cluster-config-file"])
+        self._note_new_file(path + ".lock")
+        self.cluster_lock = open(path + ".lock", "a")
+        try:
+            fcntl.flock(self.cluster_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise SystemExit(f"Sorry, the cluster configuration file {cfg['cluster-config-file']} is "
+                             "already used by a different Redis Cluster node. Please make sure that "
+                             "different nodes use different cluster configuration files.") from None
+        self._note_new_file(path)
+        state = ClusterState(cfg, SlotKeys(self.store), self.bus.connect, path)
+        try:
+            state.load()
+        except (NodesConfError, OSError) as e:
+            raise SystemExit(f"Unrecoverable error: corrupted cluster config file {path}: {e}") from None
+        return state
 
     def _attach_arena(self):
         config = self.config
@@ -211,6 +238,13 @@ class Server:
         self.bound = (cfg["bind"], cfg["port"])
         self.tls.bind()
         self.unix_socket = self._bind_unix(cfg["unixsocket"]) if cfg["unixsocket"] else None
+        if cfg["cluster-enabled"]:
+            bus_port = cfg["cluster-port"] or (cfg["port"] or cfg["tls-port"]) + PORT_INCREMENT
+            try:
+                self.bus = Bus(bind_tcp(cfg["bind"], bus_port, cfg["tcp-backlog"]))
+            except OSError as e:
+                raise SystemExit(listen_failure("cluster bus", "cluster-port", cfg["bind"],
+                                                bus_port, e)) from None
 
     def _bind_unix(self, path):
         if os.path.exists(path):
@@ -245,6 +279,9 @@ class Server:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_shutdown, signal.Signals(sig).name)
         self._cron_task = asyncio.create_task(self._cron())
+        if self.cluster is not None:
+            await self.bus.start(self.cluster)
+            self._cluster_cron_task = asyncio.create_task(self._cluster_cron())
         self.exporter.start()
         if cfg["pidfile"]:
             self._note_new_file(cfg["pidfile"])
@@ -306,6 +343,15 @@ class Server:
                 self._cron_tick()
             except Exception:  # one bad tick must not end active expiry for good
                 log.exception("Error in the background cron")
+
+    async def _cluster_cron(self):
+        """The cluster's own clock: ten times a second, as Redis's clusterCron."""
+        while True:
+            await asyncio.sleep(0.1)
+            try:
+                self.cluster.cron()
+            except Exception:
+                log.exception("Error in the cluster cron")
 
     def _expire_cycle(self):
         # like Redis's slow cycle: at most a quarter of each tick, shared by the arenas
@@ -371,7 +417,11 @@ class Server:
             self.abandon_start()
             raise
         cfg = self.config
-        log.notice("Running mode=standalone, port=%d.", cfg["port"] or cfg["tls-port"])
+        log.notice("Running mode=%s, port=%d.", "cluster" if self.cluster else "standalone",
+                   cfg["port"] or cfg["tls-port"])
+        if self.cluster is not None:
+            log.notice("Cluster node %s, bus port %d", self.cluster.myself.name,
+                       self.cluster.myself.cport)
         log.notice("Server initialized")
         recovery = self.store.recovery
         if self.store.dropped_entries:
@@ -399,6 +449,13 @@ class Server:
     async def stop(self):
         log.warning("%s received, scheduling shutdown...", self.shutdown_requested)
         self._cron_task.cancel()
+        if self.cluster is not None:
+            self._cluster_cron_task.cancel()
+            await self.bus.stop()
+            try:
+                self.cluster.save()
+            except OSError as e:
+                log.warning("Could not save the cluster config %s: %s", self.cluster.path, e)
         for srv in self.listeners + ([self.unix_listener] if self.unix_listener else []):
             srv.close()
         self.tls.close()
@@ -429,6 +486,24 @@ class Server:
     @property
     def version(self):
         return REDIS_COMPAT_VERSION
+
+
+class SlotKeys:
+    """The keys of a cluster slot, for the cluster state: db 0 of the server's keyspace
+    (a cluster has only db 0)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def count(self, slot):
+        return self.store.count_slot_keys(0, slot)
+
+    def names(self, slot, count):
+        return self.store.slot_keys(0, slot, count)
+
+    def delete(self, slot):
+        for key in self.store.slot_keys(0, slot):
+            self.store.delete(0, key)
 
 
 def bind_tcp(hosts, port, backlog):

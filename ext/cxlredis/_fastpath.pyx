@@ -10,7 +10,9 @@ of its input here: the same arena calls, replies, eviction check and
 commandstats (calls, microseconds, latency buckets) as the general path, which
 still runs everything else. Values that arrived in arena slots, and values
 large enough to be sent by reference, take the general path too: for them the
-per-command cost does not matter.
+per-command cost does not matter. In cluster mode only keys of the slots the node
+serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
+here; every other key goes to the general path for its redirect.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
@@ -18,6 +20,12 @@ from libc.stdint cimport int64_t
 
 from cxlredis._resp cimport ReplyWriter, RequestParser
 from cxlredis._store cimport Arena, Keyspace, get_string, set_string, under_maxmemory
+
+cdef extern from "cluster/keyslot.h":
+    void cx_crc16_init()
+    unsigned int cx_key_slot(const unsigned char *key, size_t len) nogil
+
+cx_crc16_init()
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -85,7 +93,8 @@ cdef class Counters:
 
 
 def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
-          Counters counters, long long watch_from_us, Py_ssize_t output_budget):
+          Counters counters, long long watch_from_us, Py_ssize_t output_budget,
+          const unsigned char[::1] serve_here=None):
     """Run the plain GETs and SETs at the head of the parser's input.
 
     Stops at the first other command (handed back to the parser, so next_command()
@@ -94,7 +103,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     command that took watch_from_us or longer (counters.observed, for the caller to
     show to SLOWLOG, LATENCY and MONITOR), and once the pending replies reach
     output_budget (if not 0: the caller applies client-output-buffer-limit). Returns
-    how many commands ran.
+    how many commands ran. serve_here (cluster mode): a byte per slot, set where the
+    node serves the slot's keys without a redirect.
     """
     cdef int op, bucket, found = 0
     cdef int ran = 0
@@ -114,8 +124,12 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
         if op == NOT_FAST or not under_maxmemory(arena):
             parser.hand_back(argv)
             break
-        start = monotonic_ns()
         key = <object>PyList_GET_ITEM(argv, 1)
+        if serve_here is not None and not serve_here[
+                cx_key_slot(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))]:
+            parser.hand_back(argv)
+            break
+        start = monotonic_ns()
         try:
             if op == FAST_GET:
                 found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
