@@ -489,20 +489,21 @@ class Server:
 
 
 class SlotKeys:
-    """The keys of a cluster slot, for the cluster state: db 0 of the server's keyspace
-    (a cluster has only db 0)."""
+    """The keys of cluster slots, for the cluster state: db 0 of the server's keyspace
+    (a cluster has only db 0). Each call is one pass over the index, in C."""
 
     def __init__(self, store):
         self.store = store
 
-    def count(self, slot):
-        return self.store.count_slot_keys(0, slot)
+    def counts(self):
+        """Keys per slot, all 16384 slots at once."""
+        return self.store.slot_key_counts(0)
 
-    def names(self, slot, count):
-        return self.store.slot_keys(0, slot, count)
-
-    def delete(self, slot):
-        for key in self.store.slot_keys(0, slot):
+    def delete(self, slots):
+        mask = bytearray(16384)
+        for slot in slots:
+            mask[slot] = 1
+        for key in self.store.keys_in_slots(0, mask):
             self.store.delete(0, key)
 
 

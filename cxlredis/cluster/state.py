@@ -6,7 +6,7 @@ changes all of these.
 No I/O here. links.py gives messages in (`receive`) and carries out what this asks for
 through the Link objects it created (`link.send(data)`, `link.close()`) and the
 `connect(node)` function it is given. The keyspace is reached through `keys`
-(count / names / delete of the keys in a slot). The server calls `cron()` ten times a
+(`counts()`: keys per slot; `delete(slots)`: drop the keys of those slots). The server calls `cron()` ten times a
 second and `flush()` after every change it makes; flush saves nodes.conf when the
 view changed and refreshes `serve_here`, the slots this node serves without a
 redirect (which the C fast path reads).
@@ -276,7 +276,7 @@ class ClusterState:
 
     def set_slot_owner(self, slot, node):
         """CLUSTER SETSLOT <slot> NODE <node>, once the command's checks passed."""
-        if slot in self.migrating and not self.keys.count(slot):
+        if slot in self.migrating and not self.keys.counts()[slot]:
             del self.migrating[slot]
         self._add_slot(node, slot)
         if node is self.myself and self.importing.pop(slot, None) is not None:
@@ -583,12 +583,12 @@ class ClusterState:
             if owner is sender or slot in self.importing:
                 continue
             if owner is None or owner.config_epoch < epoch:
-                if owner is self.myself and self.keys.count(slot):
+                if owner is self.myself:
                     lost.append(slot)
                 self._add_slot(sender, slot)
                 self.changed()
-        for slot in lost:
-            self.keys.delete(slot)
+        if lost:
+            self.keys.delete(lost)
 
     def _gossip(self, msg, sender, now):
         """What the sender says of other nodes (clusterProcessGossipSection)."""

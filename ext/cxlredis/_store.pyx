@@ -1168,22 +1168,51 @@ cdef class Keyspace:
         return out
 
     def count_slot_keys(self, int db, unsigned int slot):
+        return self.slot_key_counts(db)[slot] if slot < 16384 else 0
+
+    def slot_key_counts(self, int db):
+        """The number of unexpired keys of db in each of the 16384 cluster slots, in one
+        pass over the index (a list)."""
         cdef Arena a = ks_arena(self)
         cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
         cdef char* base = a.base
         cdef uint64_t* bk = CX_BUCKETS(base)
-        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets, found = 0
+        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
         cdef int64_t now = cx_now_ms()
         cdef cx_entry* e
+        cdef uint64_t[16384] counts
+        memset(counts, 0, sizeof(counts))
+        for b in range(nb):
+            cur = bk[b]
+            while cur:
+                e = CX_E(base, cur)
+                if e.db == pdb and e.tenant == tenant and not cx_expired(e, now):
+                    counts[cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len)] += 1
+                cur = e.chain_next
+        return [counts[i] for i in range(16384)]
+
+    def keys_in_slots(self, int db, const unsigned char[::1] slot_mask):
+        """The unexpired keys of db whose slot has a non-zero byte in slot_mask (16384
+        bytes), in one pass: the keys a node drops with slots another node took."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
+        cdef char* base = a.base
+        cdef uint64_t* bk = CX_BUCKETS(base)
+        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
+        cdef int64_t now = cx_now_ms()
+        cdef cx_entry* e
+        cdef list out = []
+        if slot_mask.shape[0] != 16384:
+            raise ValueError("slot_mask must have 16384 bytes")
         for b in range(nb):
             cur = bk[b]
             while cur:
                 e = CX_E(base, cur)
                 if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
-                        and cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len) == slot):
-                    found += 1
+                        and slot_mask[cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len)]):
+                    out.append(key_of(e))
                 cur = e.chain_next
-        return found
+        return out
 
     def random_key(self, int db):
         """A random unexpired key of db, or None; expired keys met on the way are deleted."""

@@ -65,6 +65,10 @@ FAILS_ANYWAY = {
     "tenant|delete": b"-ERR the default tenant cannot be deleted\r\n",
     "tenant|set": None,  # the default tenant is bounded by maxmemory, not changed by TENANT SET
     "latency|graph": b"-ERR No samples available for event 'v'\r\n",
+    # the matrix's servers are not cluster nodes
+    **{name: b"-ERR This instance has cluster support disabled\r\n"
+       for name in ("asking", "readonly", "readwrite", *(spec.name for spec in all_specs()
+                                                        if spec.name.startswith("cluster|")))},
     # past the ACL, mapping is refused to password-less users over TCP (commands/cxl.py)
     **{f"cxl|{sub}": b"-ERR CXL mapping is offered only over the unix socket, or to loopback "
                      b"peers authenticated with a password\r\n"
