@@ -17,8 +17,9 @@ class Services:
     and nothing more of it (INFO's text, the arena check, the shutdown request)."""
 
     __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring",
-                 "clients", "watchers", "cluster", "version", "lastsave", "info", "check_arenas",
-                 "reset_stats", "request_shutdown", "check_shutdown_allowed")
+                 "clients", "watchers", "cluster", "migrate_links", "version", "lastsave",
+                 "info", "check_arenas", "reset_stats", "request_shutdown",
+                 "check_shutdown_allowed")
 
     def __init__(self, **parts):
         for name in self.__slots__:

@@ -56,17 +56,36 @@ def _redact_config_set(argv):
     return shown
 
 
+def _redact_migrate(argv):
+    shown, i = list(argv), 6
+    while i < len(argv):            # MIGRATE's option parsing, up to KEYS or a bad option
+        option = bytes(argv[i]).upper()
+        if option in (b"COPY", b"REPLACE"):
+            i += 1
+        elif option == b"AUTH" and len(argv) - i > 1:
+            shown[i + 1] = REDACTED
+            i += 2
+        elif option == b"AUTH2" and len(argv) - i > 2:
+            shown[i + 1] = shown[i + 2] = REDACTED
+            i += 3
+        else:
+            break
+    return shown
+
+
 _REDACTORS = {
     "auth": lambda argv: [argv[0]] + [REDACTED] * (len(argv) - 1),
     "hello": _redact_hello,
     "acl|setuser": lambda argv: list(argv[:2]) + [REDACTED] * (len(argv) - 2),
     "config|set": _redact_config_set,
+    "migrate": _redact_migrate,
 }
 
 
 def shown_argv(spec, argv):
     """argv as the slow log and monitors show it: with the secrets Redis 7.0 redacts
-    (AUTH's arguments, HELLO's AUTH pair, ACL SETUSER's rules, CONFIG SET requirepass)."""
+    (AUTH's arguments, HELLO's AUTH pair, ACL SETUSER's rules, CONFIG SET requirepass,
+    MIGRATE's AUTH and AUTH2)."""
     redact = _REDACTORS.get(spec.name)
     return redact(argv) if redact is not None else argv
 

@@ -23,6 +23,7 @@ from .cluster.links import Bus
 from .cluster.nodes_conf import NodesConfError
 from .cluster.state import PORT_INCREMENT, ClusterState
 from .clients import Clients
+from .cluster.migrate import MigrateLinks
 from .connection import Client
 from .context import Services
 from .config import ConfigSetError
@@ -90,6 +91,7 @@ class Server:
         self.fast_counters = FastCounters()     # the C fast path's, folded into stats per batch
         self.exporter = Exporter(self)          # Prometheus (metrics-port)
         self.watchers = set()                   # sessions WATCHing a key that did not exist
+        self.migrate_links = MigrateLinks()     # MIGRATE's cached connections to its targets
         self.listeners = []
         self.unix_listener = None
         self.shutdown_requested = None
@@ -125,8 +127,8 @@ class Server:
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
             leases=self.leases, monitoring=self.monitoring, clients=self.clients,
-            watchers=self.watchers, cluster=self.cluster, version=REDIS_COMPAT_VERSION,
-            lastsave=self.lastsave,
+            watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
+            version=REDIS_COMPAT_VERSION, lastsave=self.lastsave,
             info=lambda sections, session: metrics.info(self, sections, session),
             check_arenas=self.check_arenas, reset_stats=self.reset_stats,
             request_shutdown=self.request_shutdown,
@@ -393,6 +395,7 @@ class Server:
         self.monitoring.latency.timed("release-free-pages", self._release_free_pages)
         self.leases.expire()
         self.tenants.arenas.close_idle(self.leases.arenas())
+        self.migrate_links.close_idle()
         failures = self.checksum_failures
         if failures != self.checksum_failures_logged:
             log.warning("%d value(s) failed their checksum on read and were dropped "
@@ -476,6 +479,7 @@ class Server:
             os.unlink(self.config["unixsocket"])
         if self.config["pidfile"] and os.path.exists(self.config["pidfile"]):
             os.unlink(self.config["pidfile"])
+        self.migrate_links.close_all()
         self.exporter.stop()  # its thread reads the arena: stop it before the arena goes
         self.close_arenas()
         log.warning("cxlredis is now ready to exit, bye bye...")

@@ -346,10 +346,17 @@ class TenantKeyspace:
         return ns.setrange(db, key, offset, data)
 
     def set_expire(self, entry, at_ms):
+        return self._writable(entry).set_expire(entry, at_ms)
+
+    def set_recency(self, entry, idle_ms=-1, lfu=-1):
+        return self._writable(entry).set_recency(entry, idle_ms, lfu)
+
+    def _writable(self, entry):
+        """The namespace holding entry, if the tenant may change it there."""
         ns = entry.store
         if ns is not self.own and ns.tenant not in self.writable:
             raise self.read_only(ns)
-        return ns.set_expire(entry, at_ms)
+        return ns
 
     def delete(self, db, key):
         ns, key = self.route(key)

@@ -23,7 +23,7 @@ TYPE_HASH = 4
 TYPE_HASH_LISTPACK = 16
 
 # Redis 7.0's hash-max-listpack-entries / -value defaults: above them a hash is a dict.
-LISTPACK_MAX_ENTRIES = 128
+LISTPACK_MAX_ENTRIES = 512
 LISTPACK_MAX_VALUE = 64
 
 # The two top bits of a length's first byte; 3 marks a special string encoding.

@@ -6,7 +6,8 @@ them), written in a small vocabulary that mirrors Redis's argument model:
 
     key("key", 0)                  a key, documented by key spec 0 of the command
     string / integer / double / unix_time / pattern ("name")   a plain value
-    token("NX")                    a keyword standing alone (Redis's "pure-token")
+    token("NX")                    a keyword standing alone (Redis's "pure-token"), named
+                                   after it unless name= says otherwise
     oneof("name", *choices)        exactly one of the choices
     block("name", *parts)          the parts, in sequence
 
@@ -27,7 +28,7 @@ class Arg:
     name: str
     type: str
     key_spec_index: int = -1     # only for type "key": which of the command's key specs covers it
-    token: str = ""
+    token: str = None            # None: no token ("" is one: MIGRATE's empty key)
     since: str = ""
     deprecated_since: str = ""
     flags: tuple = ()
@@ -46,7 +47,7 @@ class CommandDocs:
 NO_DOCS = CommandDocs()
 
 
-def _arg(name, type_, arguments=(), key_spec_index=-1, token="", since="", deprecated_since="",
+def _arg(name, type_, arguments=(), key_spec_index=-1, token=None, since="", deprecated_since="",
          **flags):
     unknown = set(flags) - set(ARG_FLAGS)
     if unknown:
@@ -79,8 +80,8 @@ def pattern(name, **opts):
     return _arg(name, "pattern", **opts)
 
 
-def token(word, **opts):
-    return _arg(word.lower(), "pure-token", token=word, **opts)
+def token(word, name="", **opts):
+    return _arg(name or word.lower(), "pure-token", token=word, **opts)
 
 
 def oneof(name, *choices, **opts):
@@ -115,6 +116,14 @@ _FLUSH_HISTORY = ("4.0.0: Added the `ASYNC` flushing mode modifier.",
                   "6.2.0: Added the `SYNC` flushing mode modifier.")
 _SCAN_TAIL = (pattern("pattern", token="MATCH", optional=True),
               integer("count", token="COUNT", optional=True))
+_RESTORE_ARGUMENTS = (_KEY, integer("ttl"), string("serialized-value"),
+                      token("REPLACE", since="3.0.0", optional=True),
+                      token("ABSTTL", since="5.0.0", optional=True),
+                      integer("seconds", token="IDLETIME", since="5.0.0", optional=True),
+                      integer("frequency", token="FREQ", since="5.0.0", optional=True))
+_RESTORE_HISTORY = ("3.0.0: Added the `REPLACE` modifier.",
+                    "5.0.0: Added the `ABSTTL` modifier.",
+                    "5.0.0: Added the `IDLETIME` and `FREQ` options.")
 
 DOCS = {
     # --- connection -------------------------------------------------------
@@ -338,6 +347,27 @@ DOCS = {
     "object|freq": doc(_KEY),
     "object|idletime": doc(_KEY),
     "object|refcount": doc(_KEY),
+
+    # --- serialized values and their transfer -----------------------------
+    "dump": doc(_KEY),
+    "restore": doc(*_RESTORE_ARGUMENTS, history=_RESTORE_HISTORY),
+    "restore-asking": doc(*_RESTORE_ARGUMENTS, history=_RESTORE_HISTORY, doc_flags="syscmd"),
+    "migrate": doc(
+        string("host"), integer("port"),
+        oneof("key_or_empty_string", _KEY, token("", name="empty_string")),
+        integer("destination-db"), integer("timeout"),
+        token("COPY", since="3.0.0", optional=True),
+        token("REPLACE", since="3.0.0", optional=True),
+        oneof("authentication",
+              string("password", token="AUTH", since="4.0.7", optional=True),
+              block("username_password", string("username"), string("password"),
+                    token="AUTH2", since="6.0.0", optional=True),
+              optional=True),
+        key("key", 1, token="KEYS", since="3.0.6", optional=True, multiple=True),
+        history=("3.0.0: Added the `COPY` and `REPLACE` options.",
+                 "3.0.6: Added the `KEYS` option.",
+                 "4.0.7: Added the `AUTH` option.",
+                 "6.0.0: Added the `AUTH2` option.")),
     # --- cxlredis's co-located access family (commands/cxl.py) ---
     "cxl|getref": doc(_KEY),
     "cxl|mgetref": doc(key("key", 0, multiple=True)),

@@ -4,7 +4,10 @@ The ACL checks key patterns at these positions, COMMAND GETKEYS answers them, an
 cluster slot checks hash them. Positions follow the key specs (begin_search by
 index, find_keys by range), as Redis's getKeysFromCommandWithSpecs does; indexes
 past the arguments are skipped (a variadic command with too few arguments has no
-such key).
+such key). Specs found by keyword (MIGRATE's KEYS) are searched for as Redis's
+getKeysUsingKeySpecs does, and when one is incomplete (or out of the arguments)
+the command's own get_keys answers instead, as Redis falls back to the command's
+getkeys_proc.
 """
 from .table import READ, WRITE
 
@@ -13,11 +16,21 @@ __all__ = ("READ", "WRITE", "key_arguments", "key_positions")
 
 class _KeyPlan:
     """A command's key specs, prepared: fixed positions (most commands, found without
-    walking the key specs), or ranges to walk for each call."""
+    walking the key specs), ranges to walk for each call, or specs to search (by
+    keyword, or incomplete ones) with the command's get_keys behind them."""
 
-    __slots__ = ("ranges", "fixed", "access_from_arguments")
+    __slots__ = ("ranges", "fixed", "access_from_arguments", "searched", "get_keys", "access")
 
     def __init__(self, spec):
+        # Key specs with a keyword, or incomplete ones, walked with Redis's checks.
+        self.searched = None
+        if any(ks.keyword or "incomplete" in ks.flags for ks in spec.key_specs):
+            self.searched = spec.key_specs
+            self.get_keys = spec.get_keys
+            self.access = 0
+            for ks in spec.key_specs:
+                self.access |= ks.access
+            return
         self.ranges = [(ks.index, ks.last_key, ks.key_step, ks.limit, ks.access) for ks in spec.key_specs]
         variable = any("variable_flags" in ks.flags for ks in spec.key_specs)
         self.access_from_arguments = spec.key_access if variable else None
@@ -36,6 +49,8 @@ def key_arguments(spec, argv):
     plan = _plans.get(spec.name)
     if plan is None:
         plan = _plans[spec.name] = _KeyPlan(spec)
+    if plan.searched is not None:
+        return _searched_keys(plan, argv)
     if plan.access_from_arguments is not None:
         access = plan.access_from_arguments(argv)
         if plan.fixed is not None:
@@ -54,6 +69,43 @@ def key_arguments(spec, argv):
         for index in range(first, last + 1, step):
             if index < argc:
                 found.append((index, access if plan.access_from_arguments else spec_access))
+    return found
+
+
+def _keyword_end(ks, argv):
+    """Where the keys of a keyword spec start: after its keyword, searched for from
+    startfrom (from the end when negative, then backwards, down to argument 2); None
+    when it is not there."""
+    argc = len(argv)
+    start = ks.startfrom if ks.startfrom > 0 else argc + ks.startfrom
+    end, step = (argc - 1, 1) if ks.startfrom > 0 else (1, -1)
+    keyword = ks.keyword.encode().lower()
+    for index in range(start, end, step):
+        if not 1 <= index < argc:
+            break
+        if bytes(argv[index]).lower() == keyword:
+            return index + 1
+    return None
+
+
+def _searched_keys(plan, argv):
+    """Redis's getKeysUsingKeySpecs, then its fallback to the command's getkeys_proc."""
+    argc = len(argv)
+    found = []
+    for ks in plan.searched:
+        first = _keyword_end(ks, argv) if ks.keyword else ks.index
+        if first is None:
+            continue                # a keyword not in the call: the spec has no keys
+        if ks.last_key >= 0:
+            last = first + ks.last_key
+        elif ks.limit:
+            last = first + (argc - first) // ks.limit + ks.last_key
+        else:
+            last = argc + ks.last_key
+        if last >= argc or last < first or first >= argc or "incomplete" in ks.flags:
+            keys = plan.get_keys(argv) if plan.get_keys is not None else []
+            return [(index, plan.access) for index in keys]
+        found += [(index, ks.access) for index in range(first, last + 1, ks.key_step)]
     return found
 
 

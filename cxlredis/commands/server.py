@@ -138,8 +138,8 @@ def cmd_command_getkeys(c, argv):
     if not registry.arity_fits(spec, len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
     keys = key_positions(spec, target)
-    if not keys:
-        raise CommandError("ERR The command has no key arguments")
+    if not keys:        # none in these arguments (MIGRATE k ... KEYS x)
+        raise CommandError("ERR Invalid arguments specified for command")
     c.reply.array(len(keys))
     for i in keys:
         c.reply.bulk(target[i])
@@ -204,11 +204,20 @@ def reply_command_info(c, spec):
         r.bulk("begin_search")
         r.map(2)
         r.bulk("type")
-        r.bulk("index")
-        r.bulk("spec")
-        r.map(1)
-        r.bulk("index")
-        r.integer(ks.index)
+        if ks.keyword:
+            r.bulk("keyword")
+            r.bulk("spec")
+            r.map(2)
+            r.bulk("keyword")
+            r.bulk(ks.keyword)
+            r.bulk("startfrom")
+            r.integer(ks.startfrom)
+        else:
+            r.bulk("index")
+            r.bulk("spec")
+            r.map(1)
+            r.bulk("index")
+            r.integer(ks.index)
         r.bulk("find_keys")
         r.map(2)
         r.bulk("type")
@@ -268,8 +277,9 @@ def reply_command_docs(c, spec):
 def _reply_doc_arguments(r, arguments):
     r.array(len(arguments))
     for arg in arguments:
-        texts = [(field, getattr(arg, field)) for field in ("token", "since", "deprecated_since")
-                 if getattr(arg, field)]
+        texts = [("token", arg.token)] if arg.token is not None else []
+        texts += [(field, getattr(arg, field)) for field in ("since", "deprecated_since")
+                  if getattr(arg, field)]
         has_key_spec = arg.key_spec_index >= 0
         r.map(2 + has_key_spec + len(texts) + bool(arg.flags) + bool(arg.arguments))
         r.bulk("name")

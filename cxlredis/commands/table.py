@@ -41,7 +41,8 @@ READ, WRITE = 1, 2
 
 @dataclass(frozen=True)
 class KeySpec:
-    """A Redis 7 key specification: begin_search by index, find_keys by range."""
+    """A Redis 7 key specification: begin_search by index (or by keyword, searched from
+    startfrom), find_keys by range."""
 
     flags: tuple
     index: int
@@ -49,6 +50,8 @@ class KeySpec:
     key_step: int = 1
     limit: int = 0
     notes: str = ""
+    keyword: str = ""            # begin_search by keyword: the keys follow this argument...
+    startfrom: int = 0           # ...searched for from here (negative: from the end, backwards)
 
     @property
     def access(self):
@@ -79,6 +82,9 @@ class CommandSpec:
     fast_op: int = -1            # its code in the C fast path (ext/cxlredis/_fastpath.pxd), -1: not there
     # For key specs flagged variable_flags: argv → the access (READ/WRITE bits) its keys need.
     key_access: object = None
+    # For key specs flagged incomplete: argv → the indexes of its keys (Redis's getkeys_proc,
+    # which Redis falls back to when a key spec cannot find every key).
+    get_keys: object = None
     subcommands: dict = field(default_factory=dict)
     handler: object = None
 
@@ -95,14 +101,14 @@ class CommandSpec:
     def legacy_key_range(self):
         """COMMAND INFO's (first key, last key, step), derived from the key specs as Redis 7's
         populateCommandLegacyRangeSpec does: the key specs' plain ranges that follow each other."""
-        if len(self.key_specs) == 1:
+        if len(self.key_specs) == 1 and not self.key_specs[0].keyword:
             only = self.key_specs[0]
             last = only.index + only.last_key if only.last_key >= 0 else only.last_key
             return only.index, last, only.key_step
         first, last = None, 0
         for spec in self.key_specs:
-            if spec.key_step != 1 or (first is not None and last != spec.index - 1):
-                continue  # not plain, or not next to the previous range: movable keys
+            if spec.keyword or spec.key_step != 1 or (first is not None and last != spec.index - 1):
+                continue  # found by keyword, not plain, or not next to the previous range: movable keys
             first = spec.index if first is None else min(first, spec.index)
             end = spec.index + spec.last_key if spec.last_key >= 0 else spec.last_key
             # Redis compares as unsigned: a range to the end (negative) beats any index.
@@ -141,6 +147,11 @@ def ks(flags, index, last_key=0, key_step=1, limit=0, notes=""):
     return KeySpec(tuple(flags.split()), index, last_key, key_step, limit, notes)
 
 
+def ks_keyword(flags, keyword, startfrom, last_key=0, key_step=1, limit=0):
+    return KeySpec(tuple(flags.split()), 0, last_key, key_step, limit, keyword=keyword,
+                   startfrom=startfrom)
+
+
 def cmd(name, arity, flags="", acl="", **docs):
     return CommandSpec(name=name, arity=arity, flags=tuple(flags.split()),
                        categories=tuple(acl.split()), **docs)
@@ -152,6 +163,22 @@ def _set_key_access(argv):
         if len(arg) == 3 and bytes(arg).lower() == b"get":
             return READ | WRITE
     return WRITE
+
+
+# MIGRATE's options before KEYS, and how many arguments each takes.
+_MIGRATE_OPTION_ARGS = {b"copy": 0, b"replace": 0, b"auth": 1, b"auth2": 2}
+
+
+def _migrate_keys(argv):
+    """MIGRATE's keys, as Redis's migrateGetKeys finds them: argv[3], or with KEYS every
+    argument after it (none when argv[3] is not empty then)."""
+    i = 6
+    while i < len(argv):
+        word = bytes(argv[i]).lower()
+        if word == b"keys":
+            return [] if len(argv[3]) else list(range(i + 1, len(argv)))
+        i += 1 + _MIGRATE_OPTION_ARGS.get(word, 0)
+    return [3]
 
 
 _CONN = dict(group="connection")
@@ -173,6 +200,13 @@ _CXL_MAPPING = "cxl dangerous"
 _CLUSTER = dict(group="cluster", family="cluster")
 _WATCH = dict(group="server", family="monitoring")
 _WATCH_ADMIN = "admin noscript loading stale"
+_MIGRATION = dict(family="migration")
+_RESTORE_COMPLEXITY = (
+    "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N "
+    "is the number of Redis objects composing the value and M their average size. For small string "
+    "values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for "
+    "sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is "
+    "O(log(N)).")
 _LATENCY_TIPS = ("nondeterministic_output", "request_policy:all_nodes", "response_policy:special")
 
 SPECS = [
@@ -579,6 +613,28 @@ SPECS = [
     cmd("incrbyfloat", 3, "write denyoom fast", acl="string", group="string",
         summary="Increment the float value of a key by the given amount", since="2.6.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
+
+    # --- serialized values and their transfer (commands/migration.py) ------
+    cmd("dump", 2, "readonly", acl="keyspace", group="generic", **_MIGRATION,
+        summary="Return a serialized version of the value stored at the specified key.",
+        since="2.6.0", complexity="O(1) to access the key and additional O(N*M) to serialize it, "
+        "where N is the number of Redis objects composing the value and M their average size. For "
+        "small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply "
+        "O(1).", tips=("nondeterministic_output",), key_specs=(ks("RO access", 1),)),
+    cmd("restore", -4, "write denyoom", acl="keyspace dangerous", group="generic", **_MIGRATION,
+        summary="Create a key using the provided serialized value, previously obtained using DUMP.",
+        since="2.6.0", complexity=_RESTORE_COMPLEXITY, key_specs=(ks("OW update", 1),)),
+    cmd("restore-asking", -4, "write denyoom asking", acl="keyspace dangerous", group="server",
+        **_MIGRATION, summary="An internal command for migrating keys in a cluster", since="3.0.0",
+        complexity=_RESTORE_COMPLEXITY, key_specs=(ks("OW update", 1),)),
+    cmd("migrate", -6, "write movablekeys", acl="keyspace dangerous", group="generic", **_MIGRATION,
+        summary="Atomically transfer a key from a Redis instance to another one.", since="2.6.0",
+        complexity="This command actually executes a DUMP+DEL in the source instance, and a RESTORE "
+        "in the target instance. See the pages of these commands for time complexity. Also an O(N) "
+        "data transfer between the two instances is performed.", tips=("nondeterministic_output",),
+        key_specs=(ks("RW access delete", 3),
+                   ks_keyword("RW access delete incomplete", "KEYS", -2, last_key=-1)),
+        get_keys=_migrate_keys),
 
     # --- keyspace (commands/keys.py) --------------------------------------
     cmd("del", -2, "write", acl="keyspace", group="generic", summary="Delete a key",

@@ -36,3 +36,15 @@ static void cx_lfu_touch(cx_entry *e, int64_t now, uint64_t *rng) {
     e->lfu = (uint8_t)c;
     e->lfu_minutes = cx_minutes(now);
 }
+
+/* The recency another server knew an entry by (RESTORE's IDLETIME and FREQ): idle for
+   idle_ms, and/or an LFU counter of lfu as of now; a negative one changes nothing. The
+   entry keeps its place at the head of its LRU list, where its write put it: placing it
+   by age would walk the list, so exact LRU evicts it after the entries written before. */
+CX_API void cx_set_recency(cx_entry *e, int64_t idle_ms, int lfu, int64_t now) {
+    if (idle_ms >= 0) e->last_access = idle_ms < now ? now - idle_ms : 0;
+    if (lfu >= 0) {
+        e->lfu = (uint8_t)lfu;
+        e->lfu_minutes = cx_minutes(now);
+    }
+}

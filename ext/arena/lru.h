@@ -20,5 +20,6 @@ static inline unsigned cx_lfu_value(const cx_entry *e, int64_t now) {
     return idle >= e->lfu ? 0 : e->lfu - idle;
 }
 static void cx_lfu_touch(cx_entry *e, int64_t now, uint64_t *rng);
+CX_API void cx_set_recency(cx_entry *e, int64_t idle_ms, int lfu, int64_t now);
 
 #endif

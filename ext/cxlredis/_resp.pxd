@@ -74,3 +74,4 @@ cdef class ReplyWriter:
     cdef int _null(self) except -1
     cdef int _copied_bulk(self, const char *data, Py_ssize_t n) except -1
     cdef int _bulk_from(self, object data) except -1
+    cdef int _entry_bulk(self, entry, view, bytes head, bytes tail) except -1

@@ -822,23 +822,42 @@ cdef class ReplyWriter:
         is now: below it they are copied here; at or above it the entry is pinned and
         its bytes queued, and the pin's token (arena, offset) comes back from the flush()
         that hands them over (or from rollback() / discard()), for the caller to unpin."""
-        cdef Py_buffer info
-        cdef Py_ssize_t n
         view = entry.view()
         if start or stop >= 0:
             view = view[start:stop] if stop >= 0 else view[start:]
+        self._entry_bulk(entry, view, b"", b"")
+
+    def framed_entry(self, bytes head, entry, bytes tail):
+        """One bulk reply of head + the value of `entry` + tail (a DUMP payload: the
+        value between its RDB header and footer), the value copied or sent by reference
+        as entry() decides."""
+        self._entry_bulk(entry, entry.view(), head, tail)
+
+    cdef int _entry_bulk(self, entry, view, bytes head, bytes tail) except -1:
+        cdef Py_buffer info
+        cdef Py_ssize_t n, framing = len(head) + len(tail)
         PyObject_GetBuffer(view, &info, PyBUF_SIMPLE)
         n = info.len
         try:
             if n < self._threshold.nbytes:
-                return self._copied_bulk(<const char *>info.buf, n)
+                if not framing:
+                    return self._copied_bulk(<const char *>info.buf, n)
+                self._header(b'$', n + framing)
+                self._put(head, len(head))
+                self._put(<const char *>info.buf, n)
+                self._put(tail, len(tail))
+                self._put(b"\r\n", 2)
+                return 0
         finally:
             PyBuffer_Release(&info)
         # the token names the arena: it unpins even after the tenant is gone
         self._tokens.append(entry.pin())
-        self._header(b'$', n)
+        self._header(b'$', n + framing)
+        self._put(head, len(head))
         self._queue(view, n)
+        self._put(tail, len(tail))
         self._put(b"\r\n", 2)
+        return 0
 
     def null(self):
         self._null()

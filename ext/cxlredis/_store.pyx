@@ -204,6 +204,7 @@ cdef extern from "arena/index.h":
 
 cdef extern from "arena/lru.h":
     unsigned cx_lfu_value(const cx_entry *e, int64_t now) nogil
+    void cx_set_recency(cx_entry *e, int64_t idle_ms, int lfu, int64_t now) nogil
 
 cdef extern from "arena/ttl.h":
     uint64_t cx_period(int64_t ms) nogil
@@ -991,6 +992,17 @@ cdef class Keyspace:
                              "in this keyspace")
         ks_entry(self, a, entry.off, LIVE_ONLY)
         cx_set_expire(a.base, entry.off, at_ms, cx_now_ms())
+
+    def set_recency(self, Entry entry, int64_t idle_ms=-1, int lfu=-1):
+        """RESTORE's IDLETIME / FREQ: make entry idle for idle_ms, and/or give it the LFU
+        counter lfu (0..255); a negative one is left as it is. Its LRU position stays."""
+        cdef Arena a = ks_arena(self)
+        if entry.store is not self:
+            raise ValueError(f"the entry found by {entry.store!r} is not an entry of tenant {self.tenant} "
+                             "in this keyspace")
+        if lfu > 255:
+            raise ValueError("an LFU counter is at most 255")
+        cx_set_recency(ks_entry(self, a, entry.off, LIVE_ONLY), idle_ms, lfu, cx_now_ms())
 
     def delete(self, int db, key):
         cdef Arena a = ks_arena(self)

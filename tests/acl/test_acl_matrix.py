@@ -33,12 +33,14 @@ USERS = {
 KEY_PREFIXES = ("app:", "other:")
 
 # Calls whose generated form cannot run (or must not: SHUTDOWN), as argument lists;
-# a callable receives the user name.
+# a callable receives the user name and the key prefix.
 OVERRIDES = {
     "shutdown": ["SHUTDOWN", "ABORT"],
     "debug": ["DEBUG", "SLEEP", "0"],
     "select": ["SELECT", "0"],
-    "auth": lambda user: ["AUTH", user, "any"],
+    "auth": lambda user, prefix: ["AUTH", user, "any"],
+    # a host to resolve would wait on DNS; nothing listens on port 1
+    "migrate": lambda user, prefix: ["MIGRATE", "127.0.0.1", "1", f"{prefix}1", "0", "100"],
     "client|kill": ["CLIENT", "KILL", "ID", "999999"],
     "config|set": ["CONFIG", "SET", "maxmemory-samples", "5"],
     "command|getkeys": ["COMMAND", "GETKEYS", "GET", "k"],
@@ -69,6 +71,10 @@ FAILS_ANYWAY = {
     **{name: b"-ERR This instance has cluster support disabled\r\n"
        for name in ("asking", "readonly", "readwrite", *(spec.name for spec in all_specs()
                                                         if spec.name.startswith("cluster|")))},
+    # the key was given a value first; "v" would not be a payload anyway
+    "restore": b"-BUSYKEY Target key name already exists.\r\n",
+    "restore-asking": b"-BUSYKEY Target key name already exists.\r\n",
+    "migrate": b"-IOERR error or timeout writing to target instance\r\n",
     # past the ACL, mapping is refused to password-less users over TCP (commands/cxl.py)
     **{f"cxl|{sub}": b"-ERR CXL mapping is offered only over the unix socket, or to loopback "
                      b"peers authenticated with a password\r\n"
@@ -102,7 +108,7 @@ def _arguments(arg, key):
 def generated_call(spec, prefix, user):
     override = OVERRIDES.get(spec.name)
     if override is not None:
-        return override(user) if callable(override) else list(override)
+        return override(user, prefix) if callable(override) else list(override)
     call = [word.upper() for word in spec.name.split("|")]
     for arg in DOCS.get(spec.name, NO_DOCS).arguments:
         if "optional" not in arg.flags:

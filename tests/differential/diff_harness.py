@@ -244,6 +244,7 @@ CORE_COMMANDS = frozenset("""
     del unlink exists type expire pexpire expireat pexpireat ttl pttl expiretime
     pexpiretime persist keys scan randomkey rename renamenx copy move touch object
     dbsize flushdb flushall swapdb memory
+    dump restore restore-asking migrate
     multi exec discard watch unwatch
     info config command time lastsave shutdown function debug
 """.split())

@@ -154,6 +154,11 @@ def test_slowlog_redacts_secrets(redis_oracle, cxl, protocol):
         ("CONFIG", "SET", "REQUIREPASS", ""),
         ("ACL", "SETUSER", "it-bob", ">secret", "on"),
         ("ACL", "SETUSER", "it-bob", "reset"),
+        # MIGRATE's AUTH and AUTH2 secrets, up to KEYS or a bad option (missing keys: NOKEY)
+        ("MIGRATE", "h", "1", "nokey", "0", "10", "COPY", "AUTH", "secret", "REPLACE"),
+        ("MIGRATE", "h", "1", "", "0", "10", "AUTH2", "user", "secret", "KEYS", "AUTH", "x"),
+        ("MIGRATE", "h", "1", "nokey", "0", "10", "AUTH", "secret", "FOO", "AUTH", "secret"),
+        ("MIGRATE", "h", "1", "nokey", "0", "10", "AUTH2", "user"),
         cmd("SLOWLOG", "GET", "-1", compare=SLOWLOG),
     ])
 

@@ -359,6 +359,24 @@ def test_check_reports_a_broken_wheel(path):
 
 # ---------------------------------------------------------------- pins, zombies
 
+def test_set_recency_gives_an_idle_time_and_an_lfu_counter(arena):
+    arena.set(0, b"k", b"v")
+    entry = arena.find(0, b"k", touch=False)
+    arena.set_recency(entry, idle_ms=3_600_000)
+    assert 3_600_000 <= entry.idle_ms < 3_660_000
+    assert entry.lfu_counter == 5                     # a new entry's counter, untouched
+    arena.set_recency(entry, lfu=200)
+    assert entry.lfu_counter == 200 and entry.idle_ms >= 3_600_000
+    arena.set_recency(entry, idle_ms=now_ms() + 10**9)  # older than the clock: as old as it gets
+    assert entry.idle_ms >= now_ms()
+    with pytest.raises(ValueError):
+        arena.set_recency(entry, lfu=256)
+    other = arena.namespace(arena.create_tenant("t"))
+    with pytest.raises(ValueError):
+        other.set_recency(entry, idle_ms=0)           # another keyspace's entry
+    assert arena.check() == []
+
+
 def test_pin_delete_unpin(arena):
     off = arena.set(0, b"k", b"payload" * 100)
     arena.pin(off)

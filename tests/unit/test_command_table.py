@@ -46,6 +46,7 @@ def test_every_audit_event_has_its_details():
 @pytest.mark.parametrize("name, legacy", [
     ("get", (1, 1, 1)), ("mset", (1, -1, 2)), ("copy", (1, 2, 1)), ("del", (1, -1, 1)),
     ("cxl|mgetref", (2, -1, 1)), ("ping", (0, 0, 0)), ("object|encoding", (2, 2, 1)),
+    ("migrate", (3, 3, 1)),     # its second key spec is found by keyword: not in the range
 ])
 def test_legacy_key_range_derives_from_the_key_specs(name, legacy):
     assert commands.find_by_full_name(name.encode()).legacy_key_range == legacy
@@ -56,6 +57,24 @@ def test_key_positions_follow_the_key_specs():
     assert key_positions(mset, [b"mset", b"a", b"1", b"b", b"2"]) == [1, 3]
     # A variadic command given too few arguments has no key past them.
     assert key_positions(commands.COMMANDS["del"], [b"del"]) == []
+
+
+@pytest.mark.parametrize("argv, keys", [
+    ([b"k", b"0", b"100"], [3]),
+    ([b"k", b"0", b"100", b"COPY", b"REPLACE"], [3]),
+    ([b"", b"0", b"100", b"KEYS", b"a", b"b"], [7, 8]),
+    # KEYS last is not searched for (from argc-2 down): only the empty key, as in Redis
+    ([b"", b"0", b"100", b"keys"], [3]),
+    # AUTH takes one argument and AUTH2 two, even when they read KEYS (Redis's migrateGetKeys)
+    ([b"", b"0", b"100", b"AUTH", b"keys", b"KEYS", b"a"], [9]),
+    ([b"", b"0", b"100", b"auth2", b"keys", b"keys", b"keys", b"a", b"b"], [10, 11]),
+    ([b"k", b"0", b"100", b"KEYS", b"a"], []),        # KEYS needs the key argument empty
+    ([b"", b"0", b"100", b"KEYS", b"a", b"KEYS", b"b"], [7, 8, 9]),
+])
+def test_migrate_finds_its_keys_as_redis_does(argv, keys):
+    spec = commands.COMMANDS["migrate"]
+    argv = [b"migrate", b"host", b"6379"] + argv
+    assert key_arguments(spec, argv) == [(index, READ | WRITE) for index in keys]
 
 
 def test_set_reads_its_key_only_with_get():

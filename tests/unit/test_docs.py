@@ -51,7 +51,7 @@ def test_arguments_are_well_formed(name):
         assert (arg.type == "key") == (arg.key_spec_index >= 0), arg
         assert (arg.type in GROUP_TYPES) == bool(arg.arguments), arg
         if arg.type == "pure-token":
-            assert arg.token, arg
+            assert arg.token is not None, arg
         assert arg.flags == tuple(f for f in ARG_FLAGS if f in arg.flags), arg
         for when in (arg.since, arg.deprecated_since):
             if when:
@@ -95,7 +95,9 @@ def as_reply(arg):
     fields = {b"name": arg.name.encode(), b"type": arg.type.encode()}
     if arg.key_spec_index >= 0:
         fields[b"key_spec_index"] = arg.key_spec_index
-    for field in ("token", "since", "deprecated_since"):
+    if arg.token is not None:
+        fields[b"token"] = arg.token.encode()
+    for field in ("since", "deprecated_since"):
         if getattr(arg, field):
             fields[field.encode()] = getattr(arg, field).encode()
     if arg.flags:

@@ -583,6 +583,30 @@ def test_entry_tokens_and_rollback(arena):
     assert writer.pending == 0 and pinned(arena) == 0
 
 
+def test_framed_entry_frames_the_value_by_the_same_rule(arena):
+    """A DUMP payload: header + value + footer in one bulk; the value copied below the
+    threshold, pinned and sent as its arena view at or above it."""
+    writer = ReplyWriter(large_threshold=1000)
+    small = b"s" * 999
+    big = arena.set(0, b"big", b"b" * 1000)
+    bigger = arena.set(0, b"bigger", b"B" * 2000)
+    arena.set(0, b"small", small)
+    writer.framed_entry(b"HEAD", arena.find(0, b"small"), b"FOOTER")
+    assert pinned(arena) == 0
+    writer.framed_entry(b"H", arena.find(0, b"big"), b"")
+    writer.framed_entry(b"", arena.find(0, b"bigger"), b"F")
+    assert pinned(arena) == 2
+    transport = Transport()
+    assert writer.flush(transport) == [(arena, big), (arena, bigger)]
+    assert [type(part) for part in transport.calls[0]].count(memoryview) == 2
+    assert transport.data() == (b"$1009\r\nHEAD" + small + b"FOOTER\r\n"
+                                + b"$1001\r\nH" + b"b" * 1000 + b"\r\n"
+                                + b"$2001\r\n" + b"B" * 2000 + b"F\r\n")
+    arena.unpin(big)
+    arena.unpin(bigger)
+    assert pinned(arena) == 0
+
+
 def test_entry_copies_below_the_threshold_and_ranges(arena):
     writer = ReplyWriter(large_threshold=1000)
     off = arena.set(0, b"k", bytes(range(256)) * 8)
