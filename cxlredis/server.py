@@ -456,7 +456,7 @@ class Server:
             self._cluster_cron_task.cancel()
             await self.bus.stop()
             try:
-                self.cluster.save()
+                self.cluster.save(durable=True)
             except OSError as e:
                 log.warning("Could not save the cluster config %s: %s", self.cluster.path, e)
         for srv in self.listeners + ([self.unix_listener] if self.unix_listener else []):

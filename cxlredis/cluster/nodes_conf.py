@@ -6,8 +6,9 @@ One line per known node, as CLUSTER NODES prints it, then a `vars` line:
         <config-epoch> <connected|disconnected> <slot ranges> [<slot>->-<id>] [<slot>-<-<id>]
     vars currentEpoch <n> lastVoteEpoch <n>
 
-Written atomically (a temporary file, fsync, rename, fsync of the directory), so a
-node killed while saving finds either its old view or its new one, never half of one.
+Written atomically (a temporary file renamed over it), so a node killed while saving
+finds either its old view or its new one, never half of one; a save that changes an
+epoch is also fsynced (file and directory), as Redis fsyncs those.
 """
 import os
 
@@ -106,8 +107,10 @@ def _slot(text, line):
     return value
 
 
-def write(path, node_lines, current_epoch, last_vote_epoch):
-    """Replace nodes.conf with these node lines and the vars line, atomically."""
+def write(path, node_lines, current_epoch, last_vote_epoch, durable=True):
+    """Replace nodes.conf with these node lines and the vars line, atomically; durable
+    also fsyncs (the file and the directory), so the new view survives a power loss as
+    well as a crash."""
     text = "".join(line + "\n" for line in node_lines)
     text += f"vars currentEpoch {current_epoch} lastVoteEpoch {last_vote_epoch}\n"
     directory = os.path.dirname(os.path.abspath(path))
@@ -115,8 +118,11 @@ def write(path, node_lines, current_epoch, last_vote_epoch):
     with open(temporary, "w") as f:
         f.write(text)
         f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            os.fsync(f.fileno())
     os.replace(temporary, path)
+    if not durable:
+        return
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -448,7 +448,7 @@ def cmd_cluster_bumpepoch(c, argv):
 def cmd_cluster_saveconfig(c, argv):
     cluster = _cluster(c)
     try:
-        cluster.save()
+        cluster.save(durable=True)
     except OSError as e:
         raise CommandError(f"ERR error saving the cluster node config: {e.strerror or e}") from None
     c.reply.ok()

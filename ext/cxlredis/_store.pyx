@@ -1180,7 +1180,22 @@ cdef class Keyspace:
         return out
 
     def count_slot_keys(self, int db, unsigned int slot):
-        return self.slot_key_counts(db)[slot] if slot < 16384 else 0
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
+        cdef char* base = a.base
+        cdef uint64_t* bk = CX_BUCKETS(base)
+        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets, found = 0
+        cdef int64_t now = cx_now_ms()
+        cdef cx_entry* e
+        for b in range(nb):
+            cur = bk[b]
+            while cur:
+                e = CX_E(base, cur)
+                if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
+                        and cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len) == slot):
+                    found += 1
+                cur = e.chain_next
+        return found
 
     def slot_key_counts(self, int db):
         """The number of unexpired keys of db in each of the 16384 cluster slots, in one
