@@ -43,7 +43,7 @@ class ClusterUnderTest:
 
     def __init__(self, kind, shards, arena_size):
         self.kind, self.shards, self.arena_size = kind, shards, arena_size
-        self.procs, self.ports, self.dirs = [], [], []
+        self.procs, self.ports, self.bus_ports, self.dirs = [], [], [], []
 
     def start(self):
         for _ in range(self.shards):
@@ -63,14 +63,29 @@ class ClusterUnderTest:
             self.procs.append(subprocess.Popen(argv, cwd=workdir, env=env, stdout=log,
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
             self.ports.append(port)
+            self.bus_ports.append(bus)
             self.dirs.append(workdir)
         for port in self.ports:
             _wait(lambda port=port: _ping(port), f"{self.kind} on {port} to answer PING")
-        subprocess.run(["redis-cli", "--cluster", "create",
-                        *(f"127.0.0.1:{p}" for p in self.ports), "--cluster-yes"],
-                       check=True, capture_output=True, timeout=120)
+        if self.shards >= 3:
+            subprocess.run(["redis-cli", "--cluster", "create",
+                            *(f"127.0.0.1:{p}" for p in self.ports), "--cluster-yes"],
+                           check=True, capture_output=True, timeout=120)
+        else:
+            self._form_by_hand()    # redis-cli --cluster create wants three masters at least
         _wait(self._stable, f"the {self.kind} cluster to be ok")
         return self
+
+    def _form_by_hand(self):
+        """What redis-cli --cluster create does: even slot ranges, an epoch each, MEET."""
+        per = CLUSTER_SLOTS // self.shards
+        for i, port in enumerate(self.ports):
+            last = CLUSTER_SLOTS - 1 if i == self.shards - 1 else (i + 1) * per - 1
+            with BlobClient(port=port, timeout=10) as c:
+                c.execute("CLUSTER", "ADDSLOTSRANGE", i * per, last)
+                c.execute("CLUSTER", "SET-CONFIG-EPOCH", i + 1)
+                if i:
+                    c.execute("CLUSTER", "MEET", "127.0.0.1", self.ports[0], self.bus_ports[0])
 
     def _stable(self):
         for port in self.ports:
@@ -166,7 +181,9 @@ def blob_phase(cluster, size, total_bytes, workers):
 # ------------------------------------------------------------------ small ops
 
 def small_ops(cluster, requests, pipeline):
-    argv = ["redis-benchmark", "--cluster", "-h", "127.0.0.1", "-p", str(cluster.ports[0]),
+    # redis-benchmark --cluster refuses a one-node cluster; that node owns every slot
+    routing = ["--cluster"] if cluster.shards > 1 else []
+    argv = ["redis-benchmark", *routing, "-h", "127.0.0.1", "-p", str(cluster.ports[0]),
             "-t", "set,get", "-d", "64", "-c", "50", "-n", str(requests), "-q", "-r", "100000"]
     if pipeline > 1:
         argv += ["-P", str(pipeline)]
