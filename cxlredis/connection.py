@@ -14,6 +14,7 @@ import time
 from . import dispatch
 from .context import CallContext
 from .protected import is_local_peer
+from .redirects import redirected_unread
 from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser, receive_buffer
 from ._fastpath import serve as serve_fast
 from ._store import Keyspace, OutOfMemory
@@ -219,7 +220,9 @@ class Client(asyncio.BufferedProtocol):
         pending = self.parser.pending_args
         spec = find(pending) if pending else None
         # No arena memory for a client that has not authenticated yet.
-        if spec is not None and spec.is_value_arg(len(pending)) and self.parser.authenticated:
+        cluster = self.services.cluster
+        if (spec is not None and spec.is_value_arg(len(pending)) and self.parser.authenticated
+                and (cluster is None or not redirected_unread(cluster, spec, pending))):
             store = self.session.store
             key_cap = max((len(a) for a in pending[1:]), default=0)
             try:

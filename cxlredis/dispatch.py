@@ -55,6 +55,9 @@ def dispatch(c, argv):
     if error is None and c.monitoring and spec.touches_keyspace:
         error = "ERR Replica can't interact with the keyspace"
     if error is not None:
+        # A refused command stores nothing. Inside MULTI it is not queued either, so the
+        # connection (which releases after the transaction) would never see its reservations.
+        release_slots(argv)
         if spec is not None and spec.name == "exec":
             # EXEC itself refused: Redis drops any transaction and says why.
             c.discard_multi()

@@ -76,3 +76,20 @@ def redirect(c, spec, argv):
 
 def _to(kind, cluster, slot, node):
     return f"{kind} {slot} {cluster.endpoint(node)}:{node.port}"
+
+
+def redirected_unread(cluster, spec, args):
+    """Whether a call starting with these arguments gets a redirect whatever follows:
+    the cluster is down (a call storing a value is a write), or a key among them hashes
+    to a slot another node (or none) serves and this node is not importing. The
+    connection then receives the call's large value on the heap, not into the arena,
+    where reserving it could evict keys for a value that is never stored."""
+    if not cluster.ok:
+        return True
+    me = cluster.myself
+    for index in key_positions(spec, args):
+        if index < len(args):
+            slot = key_slot(args[index])
+            if cluster.owner[slot] is not me and slot not in cluster.importing:
+                return True
+    return False

@@ -109,7 +109,8 @@ class ClusterState:
         self.importing = {}              # slot -> node it is coming from
         self.current_epoch = self.last_vote_epoch = 0
         self.ok = False
-        self.size = 0                    # masters serving at least one slot
+        self.size = 1                    # masters serving at least one slot (Redis's
+                                         # clusterInit starts at 1 until the first update)
         self.blacklist = {}              # forgotten name -> until (seconds)
         self.sent = [0] * len(bus.TYPE_NAMES)
         self.received = [0] * len(bus.TYPE_NAMES)

@@ -95,12 +95,18 @@ def _slot(arg):
     return int(bytes(arg))
 
 
+def _quoted(arg):
+    """An argument as Redis's cluster errors show it: whole (no clipping, unlike unknown
+    command texts), but only up to a NUL byte (it is printed as a C string)."""
+    return bytes(arg).partition(b"\0")[0].decode("utf-8", "surrogateescape")
+
+
 def _node(cluster, arg, error):
     """The node an argument names, or CommandError(error % name)."""
     name = bytes(arg).decode("latin-1")
     node = cluster.nodes.get(name) if len(name) == 40 else None
     if node is None:
-        raise CommandError(error % errors._clip(arg, 128))
+        raise CommandError(error % _quoted(arg))
     return node
 
 
@@ -293,12 +299,12 @@ def cmd_cluster_meet(c, argv):
     if len(argv) > 5:
         raise CommandError(errors.subcommand_syntax(argv))
     if not is_int64(bytes(argv[3])):
-        raise CommandError(f"ERR Invalid TCP base port specified: {errors._clip(argv[3], 128)}")
+        raise CommandError(f"ERR Invalid TCP base port specified: {_quoted(argv[3])}")
     port = int(bytes(argv[3]))
     cport = port + PORT_INCREMENT
     if len(argv) == 5:
         if not is_int64(bytes(argv[4])):
-            raise CommandError(f"ERR Invalid TCP bus port specified: {errors._clip(argv[4], 128)}")
+            raise CommandError(f"ERR Invalid TCP bus port specified: {_quoted(argv[4])}")
         cport = int(bytes(argv[4]))
     try:
         ip = str(ipaddress.ip_address(bytes(argv[2]).decode("ascii")))
@@ -306,7 +312,7 @@ def cmd_cluster_meet(c, argv):
         ip = None
     if ip is None or not (0 < port <= 65535 and 0 < cport <= 65535):
         raise CommandError(f"ERR Invalid node address specified: "
-                           f"{errors._clip(argv[2], 128)}:{errors._clip(argv[3], 128)}")
+                           f"{_quoted(argv[2])}:{_quoted(argv[3])}")
     cluster.start_handshake(ip, port, cport)      # one already under way: OK as well
     _done(c, cluster)
 
@@ -452,6 +458,30 @@ def cmd_cluster_saveconfig(c, argv):
     except OSError as e:
         raise CommandError(f"ERR error saving the cluster node config: {e.strerror or e}") from None
     c.reply.ok()
+
+
+def cmd_cluster_failover(c, argv):
+    _cluster(c)
+    if len(argv) > 3:
+        raise CommandError(errors.subcommand_syntax(argv))
+    if len(argv) == 3 and upper(argv[2]) not in ("FORCE", "TAKEOVER"):
+        raise CommandError(errors.SYNTAX)
+    # A cxlredis node is always a master, and a master is where Redis refuses it.
+    raise CommandError("ERR You should send CLUSTER FAILOVER to a replica")
+
+
+def cmd_cluster_replicate(c, argv):
+    cluster = _cluster(c)
+    node = _node(cluster, argv[2], "ERR Unknown node %s")
+    if node is cluster.myself:
+        raise CommandError("ERR Can't replicate myself")
+    if not node.is_master:
+        raise CommandError("ERR I can only replicate a master, not a replica.")
+    if cluster.myself.numslots or c.store.dbsize(0):
+        raise CommandError("ERR To set a master the node must be empty and without assigned slots.")
+    # Redis's checks come first, so a client learns the same; becoming a replica is what
+    # a cxlredis node never does (cluster/state.py).
+    raise CommandError("ERR cxlredis nodes are masters only: CLUSTER REPLICATE is not supported")
 
 
 def cmd_cluster_reset(c, argv):

@@ -59,7 +59,7 @@ def cmd_hello(c, argv):
     c.reply.bulk("id")
     c.reply.integer(c.id)
     c.reply.bulk("mode")
-    c.reply.bulk("standalone")
+    c.reply.bulk("standalone" if c.services.cluster is None else "cluster")
     c.reply.bulk("role")
     c.reply.bulk("master")
     c.reply.bulk("modules")
@@ -99,6 +99,8 @@ def select_db(c, arg):
     db = parse_int(arg)
     if db < -(1 << 31) or db >= 1 << 31:  # Redis reads the index as a C int
         raise CommandError(errors.int_out_of_range(-(1 << 31), (1 << 31) - 1))
+    if db != 0 and c.services.cluster is not None:    # a cluster node has db 0 only
+        raise CommandError("ERR SELECT is not allowed in cluster mode")
     if db < 0 or db >= c.services.config["databases"]:
         raise CommandError(errors.DB_INDEX_OUT_OF_RANGE)
     return db

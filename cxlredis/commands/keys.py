@@ -246,6 +246,8 @@ def cmd_copy(c, argv):
         else:
             raise CommandError(errors.SYNTAX)
         i += 1
+    if (db or dstdb) and c.services.cluster is not None:     # a cluster node has db 0 only
+        raise CommandError("ERR Copying to another database is not allowed in cluster mode")
     if dstdb == db and bytes(key) == bytes(newkey):
         raise CommandError(errors.SAME_OBJECT)
     if store.find(db, key) is None:
@@ -255,6 +257,8 @@ def cmd_copy(c, argv):
 
 
 def cmd_move(c, argv):
+    if c.services.cluster is not None:
+        raise CommandError("ERR MOVE is not allowed in cluster mode")
     store, db, key = c.store, c.db, argv[1]
     dstdb = _db_index(argv[2])
     _check_db_range(c, dstdb)
@@ -425,6 +429,8 @@ def cmd_flushall(c, argv):
 
 
 def cmd_swapdb(c, argv):
+    if c.services.cluster is not None:
+        raise CommandError("ERR SWAPDB is not allowed in cluster mode")
     first = _db_index(argv[1], errors.INVALID_FIRST_DB_INDEX)
     second = _db_index(argv[2], errors.INVALID_SECOND_DB_INDEX)
     _check_db_range(c, first)
