@@ -1,5 +1,6 @@
 """cxlredis as a Redis Cluster node: formed by redis-cli --cluster create, alone and with
 redis-server 7.0 nodes, used by cluster clients, and surviving a node's death."""
+import random
 import socket
 import struct
 
@@ -230,6 +231,42 @@ def test_bad_bus_input_and_strangers_change_nothing(trio):
     info = cluster_info(node)
     assert (info["cluster_state"], info["cluster_current_epoch"]) == ("ok", epoch)
     assert "f" * 40 not in node.client().execute_command("CLUSTER", "NODES").decode()
+
+
+def test_mutated_bus_messages_never_take_a_node_down(trio):
+    """Valid messages of every kind with random bytes flipped, cut or appended, sent by a
+    peer that is not in the cluster, many per connection: the node keeps serving and its
+    slots and epochs stay as they were."""
+    node = trio[1]
+    before, epoch = slot_view(node), cluster_info(node)["cluster_current_epoch"]
+    rng = random.Random(2024)
+    stranger = b"e" * 40
+    templates = [bus.encode(bus.Message(type=kind, sender=stranger, port=7, cport=8,
+                                        flags=bus.NODE_MASTER, config_epoch=1 << 40,
+                                        slots=bus.slot_bitmap(range(0, 16384, 3)),
+                                        gossip=[bus.Gossip(b"d" * 40, 0, 0, b"127.0.0.1", 9, 10,
+                                                           bus.NODE_MASTER)],
+                                        about=b"c" * 40, update_name=b"c" * 40,
+                                        update_slots=bytes(2048), channel=b"ch", payload=b"m"))
+                 for kind in (bus.PING, bus.PONG, bus.FAIL, bus.UPDATE, bus.PUBLISH)]
+    for _ in range(40):
+        with _bus_socket(node) as sock:
+            for _ in range(10):
+                data = bytearray(rng.choice(templates))
+                for _ in range(rng.randrange(1, 8)):
+                    data[rng.randrange(len(data))] = rng.randrange(256)
+                if rng.random() < 0.3:
+                    data = data[:rng.randrange(len(data))]
+                if rng.random() < 0.2:
+                    data += rng.randbytes(rng.randrange(1, 300))
+                try:
+                    sock.sendall(data)
+                except OSError:
+                    break               # the node dropped the link: as Redis does
+    assert node.client().ping()
+    wait_until_stable(trio)
+    assert slot_view(node) == before
+    assert cluster_info(node)["cluster_current_epoch"] == epoch
 
 
 def test_a_node_refuses_a_corrupt_nodes_conf_and_a_shared_one():
