@@ -568,6 +568,10 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "arena"),
     ("arena-size", Memory(MB, LLONG_MAX), 1024 * MB, IMMUTABLE,
      "Size of the arena mapping: superblock, key index and value heap.", "arena"),
+    ("arena-offset", Memory(0, LLONG_MAX), 0, IMMUTABLE,
+     "Where the arena starts in arena-path: several shards share one device or file, each "
+     "with its own region (a multiple of the page size; of 2 MiB on devdax or huge pages).",
+     "arena"),
     ("arena-hugepages", Bool(), False, IMMUTABLE,
      "Map the arena with huge pages.", "arena"),
     ("arena-prefault", Bool(), False, IMMUTABLE,

@@ -221,16 +221,16 @@ class LocalClient:
 
     def _map_backing(self, prot, flags):
         """(mapping, "") or (None, why not)."""
-        path, size = self._path, self.info["backing-size"]
+        path, size, offset = self._path, self.info["backing-size"], self.info["backing-offset"]
         try:
             fd = os.open(path, flags | os.O_CLOEXEC)
         except OSError as e:
             return None, f"cannot open {path}: {e.strerror}"
         try:
             st = os.fstat(fd)
-            if stat.S_ISREG(st.st_mode) and st.st_size != size:
-                return None, f"{path} is {st.st_size} bytes, the server's arena {size}"
-            mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, prot)
+            if stat.S_ISREG(st.st_mode) and st.st_size < offset + size:
+                return None, f"{path} is {st.st_size} bytes, the server's arena {size} at offset {offset}"
+            mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, prot, offset=offset)
         except OSError as e:
             return None, f"cannot map {path}: {e.strerror}"
         finally:

@@ -239,6 +239,7 @@ def _arena(s):
         ("arena_path", s.arena_path),
         ("arena_backing", _backing_kind(s.arena_path)),
         ("arena_size", s.store.size),
+        ("arena_offset", s.store.offset),
         ("arena_recovery", s.store.recovery),
         ("arena_dropped_entries", s.store.dropped_entries),
         ("arena_checksum", "yes" if s.store.checksums else "no"),

@@ -16,7 +16,7 @@ import time
 from . import REDIS_COMPAT_VERSION, metrics
 from ._fastpath import Counters as FastCounters
 from ._resp import LargeValueThreshold
-from ._store import Arena, ArenaError
+from ._store import Arena, ArenaError, region_locked
 from .acl import Acl
 from .audit import AuditLog
 from .cluster.links import Bus
@@ -166,11 +166,13 @@ class Server:
             self.new_arena_files.append(self.arena_path)
         try:
             self.store = Arena(
-                self.arena_path, config["arena-size"], databases=config["databases"],
+                self.arena_path, config["arena-size"], offset=config["arena-offset"],
+                databases=config["databases"],
                 reset=config["arena-reset"], hugepages=config["arena-hugepages"],
                 prefault=config["arena-prefault"], numa_node=config["arena-numa-node"])
         except ArenaError as e:
-            raise ArenaError(explain_arena_error(str(e), self.arena_path)) from None
+            raise ArenaError(explain_arena_error(str(e), self.arena_path, config["arena-offset"],
+                                                 config["arena-size"])) from None
         self.apply_maxmemory(config["maxmemory"])
         self.store.policy = config["maxmemory-policy"]
         self.store.maxmemory_samples = config["maxmemory-samples"]
@@ -543,32 +545,53 @@ def bind_tcp(hosts, port, backlog):
     return sockets
 
 
-def lock_holders(path):
-    """Pids of the processes holding a lock on the file at path, from /proc/locks (which
-    lists flock's holders, unlike F_GETLK); [] when that cannot be told."""
+def lock_holders(path, offset=0, size=0):
+    """Pids of the processes holding an arena's lock on [offset, offset + size) of the file
+    at path (size 0: to its end); [] when that cannot be told. The locks are open file
+    description locks, which /proc/locks lists without a pid: each holder's are in the
+    fdinfo of its descriptors of the file."""
     try:
         st = os.stat(path)
-        with open("/proc/locks") as f:
-            lines = f.read().splitlines()
+        procs = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return []
-    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    end = offset + size if size else None
     pids = []
-    for line in lines:
-        # "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF"; a waiter's has "->" after "1:"
-        fields = line.split()
-        if len(fields) > 5 and fields[1] != "->" and fields[5] == inode and fields[4].isdigit():
-            pids.append(int(fields[4]))
+    for pid in procs:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.stat(f"/proc/{pid}/fd/{fd}")
+                if (target.st_dev, target.st_ino) != (st.st_dev, st.st_ino):
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                continue
+            # "lock:\t1: OFDLCK ADVISORY  WRITE -1 00:1a:5678 4096 12287" (its last byte, or EOF)
+            if any(_overlaps(line.split(), offset, end) for line in lines if line.startswith("lock:")):
+                pids.append(int(pid))
+                break
     return pids
 
 
-def explain_arena_error(text, path):
+def _overlaps(fields, offset, end):
+    if len(fields) < 9 or fields[2] != "OFDLCK" or not fields[7].isdigit():
+        return False
+    start, last = int(fields[7]), None if fields[8] == "EOF" else int(fields[8])
+    return (end is None or start < end) and (last is None or last >= offset)
+
+
+def explain_arena_error(text, path, offset=0, size=0):
     """An ArenaError's text with how to fix it: who holds an arena in use, which options
     deal with a file that is not this server's arena."""
-    holders = lock_holders(path)
+    holders = lock_holders(path, offset, size) if "in use by another process" in text else []
     if holders:
         return (f"{text} (pid {', '.join(map(str, holders))} holds it: stop that process, "
-                f"or give this server another arena-path)")
+                f"or give this server another arena-path{' or arena-offset' if offset else ''})")
     if ("not a cxlredis arena" in text or "corrupt superblock" in text) and "arena-reset" not in text:
         return (f"{text}: give this server another arena-path, or start it once with "
                 f"--arena-reset yes to re-format this file (discarding what it holds)")
@@ -583,19 +606,11 @@ def _unlink_quietly(path):
 
 
 def _unlink_unless_locked(path):
-    """Remove an arena file this process created, unless another process has locked it
-    since (it started on the same new path at the same moment and uses it now)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.unlink(path)
-    except BlockingIOError:
-        pass
-    finally:
-        os.close(fd)
+    """Remove an arena file this process created, unless another process has locked a
+    region of it since (it started on the same new path at the same moment, or at another
+    arena-offset of it, and uses it now)."""
+    if not region_locked(path):
+        _unlink_quietly(path)
 
 
 # --- logging, in Redis's line format: "pid:M 30 Nov 2026 01:39:23.123 * text" ---

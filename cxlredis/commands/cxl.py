@@ -29,7 +29,7 @@ from .connection import reply_help
 CXL_HELP = (
     "CXL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "INFO",
-    "    The arena's backing (path, size, layout) and whether this connection may map it.",
+    "    The arena's backing (path, size, offset, layout) and whether this connection may map it.",
     "GETREF <key>",
     "    Lease a reference to key's string value: [offset, length, generation, lease,",
     "    lease-ttl-ms, header-offset], or nil. The value stays put until the lease ends.",
@@ -101,6 +101,7 @@ def cmd_cxl_info(c, argv):
     fields = (
         ("backing-path", path),
         ("backing-size", arena.size),
+        ("backing-offset", arena.offset),     # where the arena starts in it (arena-offset)
         ("layout-version", layout["version"]),
         ("page-size", _page_size(path)),
         # a client maps what it believes is the backing and compares this digest of the

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -18,16 +17,24 @@
 #ifndef MADV_HUGEPAGE
 #define MADV_HUGEPAGE 14
 #endif
+#ifndef SYS_cachestat
+#define SYS_cachestat 451       /* Linux 6.5; the same number on every architecture */
+#endif
 
 /* ---- the backing's pages ---- */
+/* Offsets here are the arena's (from `base`, its mapping); the arena's region starts
+   `region` bytes into the file (arena-offset, a multiple of `grain`), which the calls
+   on the file add. */
+
 /* Allocate the backing's pages under [off, off + len), rounded out to whole pages of
    `grain` bytes and clipped to the arena's `size`: a store there can then never fault
    for want of memory (a file system that cannot supply a page raises SIGBUS), so a
    full backing is an error here instead. 0 or an errno (ENOSPC). */
-CX_API int cx_back_range(char *base, int fd, uint64_t grain, uint64_t size, uint64_t off, uint64_t len) {
+CX_API int cx_back_range(char *base, int fd, uint64_t region, uint64_t grain, uint64_t size, uint64_t off,
+                         uint64_t len) {
     uint64_t lo = off & ~(grain - 1), hi = (off + len + grain - 1) & ~(grain - 1);
     if (hi > size) hi = size;
-    if (fallocate(fd, 0, (off_t)lo, (off_t)(hi - lo)) == 0) return 0;
+    if (fallocate(fd, 0, (off_t)(region + lo), (off_t)(hi - lo)) == 0) return 0;
     if (errno != EOPNOTSUPP) return errno;
     /* no fallocate: faulting the pages in reports what would be a SIGBUS as EFAULT */
     return madvise(base + lo, hi - lo, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
@@ -35,8 +42,9 @@ CX_API int cx_back_range(char *base, int fd, uint64_t grain, uint64_t size, uint
 
 /* Give the pages under [off, off + len) back to the file system (the file keeps its
    size, and reads there see zeros); 0 or an errno. */
-static int cx_back_punch(int fd, uint64_t off, uint64_t len) {
-    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0 ? 0 : errno;
+static int cx_back_punch(int fd, uint64_t region, uint64_t off, uint64_t len) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(region + off), (off_t)len) == 0
+        ? 0 : errno;
 }
 
 /* ---- the file or device ---- */
@@ -56,28 +64,67 @@ CX_API int cx_os_open(const char *path, int *fd, uint64_t *file_size, int *is_ch
     *is_chr = S_ISCHR(st.st_mode);
     return 0;
 }
-CX_API int cx_os_lock(int fd) { return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno; }
-/* The backing file's file system: bytes free for it (UINT64_MAX: the file system does
-   not say, as hugetlbfs without a size limit), bytes the file holds already, and the
-   unit its pages are allocated and punched in. */
-CX_API int cx_os_space(int fd, uint64_t *avail, uint64_t *held, uint64_t *grain) {
+/* An arena locks its bytes [off, off + len) of the file (len 0: to its end) with an open
+   file description lock (F_OFD_SETLK), not the whole file: arenas in other regions of it
+   are not in its way, a second one on an overlapping region is, even in this process. */
+static struct flock cx_range(short type, uint64_t off, uint64_t len) {
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    l.l_start = (off_t)off;
+    l.l_len = (off_t)len;
+    return l;
+}
+/* 0, or EAGAIN when another open of the file holds a lock there */
+CX_API int cx_os_lock(int fd, uint64_t off, uint64_t len) {
+    struct flock l = cx_range(F_WRLCK, off, len);
+    if (fcntl(fd, F_OFD_SETLK, &l) == 0) return 0;
+    return errno == EACCES ? EAGAIN : errno;
+}
+/* *locked: whether another open of the file holds a lock on [off, off + len) */
+CX_API int cx_os_locked(int fd, uint64_t off, uint64_t len, int *locked) {
+    struct flock l = cx_range(F_WRLCK, off, len);
+    if (fcntl(fd, F_OFD_GETLK, &l) != 0) return errno;
+    *locked = l.l_type != F_UNLCK;
+    return 0;
+}
+/* The backing file's file system: bytes free for it and its size (both UINT64_MAX: the
+   file system does not say, as hugetlbfs without a size limit), and the unit its pages
+   are allocated and punched in. */
+CX_API int cx_os_space(int fd, uint64_t *avail, uint64_t *total, uint64_t *grain) {
     struct statvfs vfs;
     struct stat st;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), blk;
     if (fstatvfs(fd, &vfs) != 0 || fstat(fd, &st) != 0) return errno;
     *avail = vfs.f_blocks ? (uint64_t)vfs.f_bavail * vfs.f_frsize : UINT64_MAX;
-    *held = (uint64_t)st.st_blocks * 512;
+    *total = vfs.f_blocks ? (uint64_t)vfs.f_blocks * vfs.f_frsize : UINT64_MAX;
     blk = (uint64_t)st.st_blksize;
     *grain = blk > page && !(blk & (blk - 1)) ? blk : page;
     return 0;
 }
-CX_API uint64_t cx_os_held(int fd) {
+/* Bytes the file holds of [off, off + len). The whole file (offset 0, no bigger than
+   len): its blocks. A region: its pages in memory or swapped out (or, on a disk file,
+   evicted), by cachestat (Linux 6.5; exact on tmpfs); where that cannot tell (an older
+   kernel, hugetlbfs) the region's part of the file, as if all of it were held. */
+struct cx_cachestat_range { uint64_t off, len; };
+struct cx_cachestat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
+CX_API uint64_t cx_os_held(int fd, uint64_t off, uint64_t len) {
     struct stat st;
-    return fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+    struct cx_cachestat_range range = {off, len};
+    struct cx_cachestat cs;
+    if (fstat(fd, &st) != 0) return 0;
+    uint64_t file_size = (uint64_t)st.st_size;
+    if (off == 0 && file_size <= len) return (uint64_t)st.st_blocks * 512;
+    if (syscall(SYS_cachestat, fd, &range, &cs, 0) == 0)
+        return (cs.nr_cache + cs.nr_evicted) * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (file_size <= off) return 0;
+    return file_size - off < len ? file_size - off : len;
 }
 CX_API int cx_os_truncate(int fd, uint64_t size) { return ftruncate(fd, (off_t)size) == 0 ? 0 : errno; }
-CX_API int cx_os_map(int fd, uint64_t size, char **out) {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+/* map the arena: `size` bytes from `off` in the file (a multiple of its page size) */
+CX_API int cx_os_map(int fd, uint64_t off, uint64_t size, char **out) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
     if (p == MAP_FAILED) return errno;
     *out = (char *)p;
     return 0;

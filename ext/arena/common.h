@@ -23,6 +23,7 @@ typedef struct {
     uint64_t maxmemory;
     uint64_t *rng;
     int backing_fd;                   /* the arena file, whose pages cx_back_range allocates */
+    uint64_t backing_off;             /* where the arena starts in it (arena-offset) */
     uint64_t grain;                   /* its page size; 0 = nothing to allocate (a device) */
     int *backing_errno;               /* set when the backing could not take a block */
     int beyond_limits;                /* RENAME/MOVE by copy: the value only changes blocks (the

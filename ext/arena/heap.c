@@ -79,10 +79,11 @@ static uint64_t cx_heap_alloc(char *base, uint64_t need, const cx_cfg *cfg, int 
     if (cfg->grain && want > prefix) {
         /* what is not backed yet, with some ahead; just what is wanted if that is too much */
         uint64_t ahead = want + CX_BACK_AHEAD < size ? want + CX_BACK_AHEAD : size;
-        if (cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off + prefix, ahead - prefix) == 0)
+        if (cx_back_range(base, cfg->backing_fd, cfg->backing_off, cfg->grain, sb->arena_size, off + prefix,
+                          ahead - prefix) == 0)
             prefix = ahead;
-        else if ((*err = cx_back_range(base, cfg->backing_fd, cfg->grain, sb->arena_size, off + prefix,
-                                       want - prefix)))
+        else if ((*err = cx_back_range(base, cfg->backing_fd, cfg->backing_off, cfg->grain, sb->arena_size,
+                                       off + prefix, want - prefix)))
             return 0;
         else
             prefix = want;
@@ -179,7 +180,7 @@ CX_API uint64_t cx_release_free(char *base, const cx_cfg *cfg, int64_t now, uint
             f->backing = to < hi ? CX_BK_WORD(CX_BK_MIXED) | seen : CX_BK_WORD(CX_BK_HOLLOW);
             f->prefix = 0;
             if (to > from) {
-                if (cx_back_punch(cfg->backing_fd, from, to - from) != 0) {
+                if (cx_back_punch(cfg->backing_fd, cfg->backing_off, from, to - from) != 0) {
                     f->backing = CX_BK_WORD(CX_BK_HOLLOW);   /* cannot punch: leave it be */
                     continue;
                 }

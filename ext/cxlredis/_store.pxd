@@ -18,6 +18,7 @@ cdef class Arena(Keyspace):
     # that describes the cache lives in the mapping itself
     cdef char* base              # start of the mapping (the superblock); NULL once closed
     cdef size_t map_size
+    cdef readonly uint64_t offset   # where the mapping starts in the backing (arena-offset)
     cdef int fd
     cdef uint64_t grain          # the backing's page size (cx_back_range); 0 = a device, always backed
     cdef int backing_errno       # why the backing last refused pages for a block (ENOSPC), 0 = never

@@ -53,6 +53,7 @@ cdef extern from "arena/layout.h":
         CX_VOLATILE_LFU
     int CX_TYPE_MASK
     int CX_SUMMED
+    uint64_t CX_SUPER_BYTES
 
     ctypedef struct cx_entry:
         uint64_t size_state
@@ -117,6 +118,7 @@ cdef extern from "arena/layout.h":
         uint64_t state
 
     ctypedef struct cx_super:
+        char magic[8]
         uint32_t version
         uint64_t arena_size
         uint64_t index_off
@@ -167,6 +169,7 @@ cdef extern from "arena/common.h":
         uint64_t maxmemory
         uint64_t* rng
         int backing_fd
+        uint64_t backing_off
         uint64_t grain
         int* backing_errno
         int beyond_limits
@@ -186,13 +189,15 @@ cdef extern from "arena/heap.h":
                              uint64_t max_bytes, uint64_t max_visits) nogil
 
 cdef extern from "arena/backing.h":
-    int cx_back_range(char* base, int fd, uint64_t grain, uint64_t size, uint64_t off, uint64_t len) nogil
+    int cx_back_range(char* base, int fd, uint64_t region, uint64_t grain, uint64_t size, uint64_t off,
+                      uint64_t len) nogil
     int cx_os_open(const char* path, int* fd, uint64_t* file_size, int* is_chr, int* created) nogil
-    int cx_os_lock(int fd) nogil
-    int cx_os_space(int fd, uint64_t* avail, uint64_t* held, uint64_t* grain) nogil
-    uint64_t cx_os_held(int fd) nogil
+    int cx_os_lock(int fd, uint64_t off, uint64_t len) nogil
+    int cx_os_locked(int fd, uint64_t off, uint64_t len, int* locked) nogil
+    int cx_os_space(int fd, uint64_t* avail, uint64_t* total, uint64_t* grain) nogil
+    uint64_t cx_os_held(int fd, uint64_t off, uint64_t len) nogil
     int cx_os_truncate(int fd, uint64_t size) nogil
-    int cx_os_map(int fd, uint64_t size, char** out) nogil
+    int cx_os_map(int fd, uint64_t off, uint64_t size, char** out) nogil
     void cx_os_hugepages(char* base, uint64_t size) nogil
     int cx_os_bind(char* base, uint64_t size, int node) nogil
     void cx_os_prefault(char* base, uint64_t size) nogil
@@ -282,8 +287,8 @@ class ArenaError(Exception):
     """The backing cannot be used as an arena (foreign, corrupt, busy, wrong size, too small)."""
 
 
-def check_device_size(path, int fd, uint64_t size, size_option):
-    """ArenaError if the character device (devdax) is smaller than the arena: a store past
+def check_device_size(path, int fd, uint64_t offset, uint64_t size, size_option):
+    """ArenaError if the character device (devdax) ends before the arena does: a store past
     its end would be a SIGBUS. Its size is in sysfs; a device that has none is trusted."""
     rdev = os.fstat(fd).st_rdev
     try:
@@ -291,10 +296,55 @@ def check_device_size(path, int fd, uint64_t size, size_option):
             device_size = int(f.read())
     except (OSError, ValueError):
         return
-    if size > device_size:
+    if offset + size <= device_size:
+        return
+    held = f"the device holds {device_size} bytes ({device_size / 1048576:.1f} MiB)"
+    if not offset:
         raise ArenaError(f"{path}: the arena's {size} bytes (set by {size_option}) do not fit its "
-                         f"backing: the device holds {device_size} bytes ({device_size / 1048576:.1f} MiB); "
-                         f"lower {size_option}")
+                         f"backing: {held}; lower {size_option}")
+    raise ArenaError(f"{path}: the arena's {size} bytes at arena-offset {offset} (set by {size_option} "
+                     f"and arena-offset) do not fit its backing: {held}; lower {size_option} or arena-offset")
+
+
+cdef check_offset(path, uint64_t offset, bint device, bint hugepages, uint64_t grain):
+    """ArenaError unless arena-offset can start a mapping of this backing: a multiple of
+    its page size, and of the 2 MiB pages a devdax device or huge pages map in."""
+    cdef uint64_t align = os.sysconf("SC_PAGESIZE")
+    why = "the page size"
+    if device or hugepages:
+        align, why = 2 << 20, "a devdax device maps 2 MiB pages" if device else "arena-hugepages maps 2 MiB pages"
+    if grain > align:
+        align, why = grain, "the huge page size of its file system"
+    if offset % align:
+        raise ArenaError(f"{path}: arena-offset {offset} is not a multiple of {align} bytes ({why})")
+
+
+cdef bint holds_first_region(int fd, uint64_t size) except -1:
+    """Whether a file bigger than an arena of `size` bytes at offset 0 is shared with
+    arenas at other offsets: its first bytes are an arena of that size, or nothing yet
+    (those of higher offsets were made first). A bigger file holding anything else is an
+    arena of another size (arena-size changed), which today's messages are about."""
+    head = os.pread(fd, CX_SUPER_BYTES, 0)
+    cdef const cx_super* sb = <const cx_super*>PyBytes_AS_STRING(head)
+    if head.count(0) == len(head):
+        return True
+    return (len(head) == CX_SUPER_BYTES and memcmp(sb.magic, b"CXLREDIS", 8) == 0
+            and sb.arena_size == size)
+
+
+def region_locked(path, uint64_t offset=0, uint64_t length=0):
+    """Whether a process (this one included) holds an arena's lock on the file at path
+    over [offset, offset + length) (length 0: to its end); False if it does not exist."""
+    cdef int fd, locked = 0, err
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    err = cx_os_locked(fd, offset, length, &locked)
+    close_fd(fd)
+    if err:
+        raise OSError(err, os.strerror(err), path)
+    return bool(locked)
 
 
 class OutOfMemory(Exception):
@@ -469,6 +519,7 @@ cdef inline cx_cfg eviction_cfg(Arena a) noexcept:
     c.maxmemory = a.maxmem
     c.rng = &a.rng
     c.backing_fd = a.fd
+    c.backing_off = a.offset
     c.grain = a.grain
     c.backing_errno = &a.backing_errno
     c.beyond_limits = 0
@@ -1319,12 +1370,14 @@ cdef class Arena(Keyspace):
         self.fd = -1
         self.is_arena = True
 
-    def __init__(self, path, size, *, int databases=16, bint reset=False, bint hugepages=False,
+    def __init__(self, path, size, *, offset=0, int databases=16, bint reset=False, bint hugepages=False,
                  bint prefault=False, int numa_node=-1, size_option="arena-size"):
-        """size_option: what sets `size`, for the message when the backing cannot hold it."""
+        """The arena is the `size` bytes at `offset` (arena-offset) in the file or device at
+        path: the whole file at offset 0, else a region of it, other arenas having theirs.
+        size_option: what sets `size`, for the message when the backing cannot hold it."""
         cdef bytes bpath = os.fsencode(path)
-        cdef uint64_t nbytes, file_size = 0, avail = 0, held = 0, grain = 0
-        cdef int fd = -1, is_chr = 0, created = 0, err
+        cdef uint64_t nbytes, start, file_size = 0, avail = 0, total = 0, held = 0, grain = 0
+        cdef int fd = -1, is_chr = 0, created = 0, err, locked = 0
         cdef char* base = NULL
         if self.base != NULL:
             raise ArenaError("this Arena is already attached")
@@ -1333,37 +1386,61 @@ cdef class Arena(Keyspace):
         self.path = os.fsdecode(bpath)
         if size < <int64_t>MIN_ARENA_BYTES:
             raise ArenaError(f"{self.path}: arena size {size} is below the minimum of 4 MiB")
-        nbytes = size
+        if offset < 0:
+            raise ArenaError(f"{self.path}: arena-offset {offset} is negative")
+        nbytes, start = size, offset
         err = cx_os_open(bpath, &fd, &file_size, &is_chr, &created)
         if err:
             raise ArenaError(f"{self.path}: cannot open: {os.strerror(err)}")
         try:
-            err = cx_os_lock(fd)
-            if err == EAGAIN:    # flock reports EWOULDBLOCK, the same value on Linux
+            if not is_chr:
+                err = cx_os_space(fd, &avail, &total, &grain)
+                if err:
+                    raise ArenaError(f"{self.path}: cannot query its file system: {os.strerror(err)}")
+            check_offset(self.path, start, is_chr, hugepages, grain)
+            err = cx_os_lock(fd, start, nbytes)
+            if err == EAGAIN:
                 raise ArenaError(f"arena {self.path} is in use by another process")
             if err:
                 raise ArenaError(f"{self.path}: cannot lock: {os.strerror(err)}")
             if is_chr:
-                check_device_size(self.path, fd, nbytes, size_option)
+                check_device_size(self.path, fd, start, nbytes, size_option)
             else:
-                err = cx_os_space(fd, &avail, &held, &grain)
-                if err:
-                    raise ArenaError(f"{self.path}: cannot query its file system: {os.strerror(err)}")
+                if start and start + nbytes > total:
+                    raise ArenaError(
+                        f"{self.path}: the arena's {nbytes} bytes at arena-offset {start} (set by "
+                        f"{size_option} and arena-offset) end beyond its backing: the file system there "
+                        f"holds {total} bytes ({total / 1048576:.1f} MiB); lower {size_option} or arena-offset")
+                held = cx_os_held(fd, start, nbytes)
                 if nbytes > avail + held:
                     raise ArenaError(
                         f"{self.path}: the arena's {nbytes} bytes (set by {size_option}) do not fit its "
                         f"backing: the file system there has {avail} bytes free ({avail / 1048576:.1f} MiB) "
-                        f"and the file holds {held}; lower {size_option} or free space there")
-                if file_size != nbytes and file_size != 0 and not reset:
-                    raise ArenaError(
-                        f"{self.path}: the arena file is {file_size} bytes but the arena size is "
-                        f"{nbytes} bytes; set arena-reset yes to re-format it at the new size "
-                        f"(this discards its contents)")
-                if file_size != nbytes:
-                    err = cx_os_truncate(fd, nbytes)
+                        f"and the {'region' if start else 'file'} holds {held}; lower {size_option} or "
+                        f"free space there")
+                if (not start and file_size != nbytes and file_size != 0
+                        and not (file_size > nbytes and holds_first_region(fd, nbytes))):
+                    # the whole file is the arena, formatted for another size
+                    if not reset:
+                        raise ArenaError(
+                            f"{self.path}: the arena file is {file_size} bytes but the arena size is "
+                            f"{nbytes} bytes; set arena-reset yes to re-format it at the new size "
+                            f"(this discards its contents)")
+                    err = cx_os_locked(fd, nbytes, 0, &locked)
                     if err:
-                        raise ArenaError(f"{self.path}: cannot resize to {nbytes} bytes: {os.strerror(err)}")
-            err = cx_os_map(fd, nbytes, &base)
+                        raise ArenaError(f"{self.path}: cannot test its locks: {os.strerror(err)}")
+                    if locked:
+                        raise ArenaError(
+                            f"{self.path}: the arena file is {file_size} bytes and servers at other "
+                            f"arena-offsets use it beyond the arena's {nbytes} bytes: it cannot be "
+                            f"re-formatted at the new size while they run")
+                    err = cx_os_truncate(fd, nbytes)
+                elif file_size < start + nbytes:
+                    err = cx_os_truncate(fd, start + nbytes)    # never shorter: others' regions
+                if err:
+                    raise ArenaError(f"{self.path}: cannot resize to {start + nbytes} bytes: "
+                                     f"{os.strerror(err)}")
+            err = cx_os_map(fd, start, nbytes, &base)
             if err:
                 raise ArenaError(f"{self.path}: cannot map {nbytes} bytes: {os.strerror(err)}")
         except BaseException:
@@ -1371,6 +1448,7 @@ cdef class Arena(Keyspace):
             if created:
                 os.unlink(bpath)
             raise
+        self.offset = start
         self.base = base
         self.map_size = nbytes
         self.fd = fd
@@ -1449,10 +1527,10 @@ cdef class Arena(Keyspace):
         if not self.grain:
             return 0
         with nogil:
-            err = cx_back_range(self.base, self.fd, self.grain, size, 0,
+            err = cx_back_range(self.base, self.fd, self.offset, self.grain, size, 0,
                                 size if whole else heap_off + CX_HDR)
             if not err:
-                err = cx_back_range(self.base, self.fd, self.grain, size, last, 8)
+                err = cx_back_range(self.base, self.fd, self.offset, self.grain, size, last, 8)
         if err:
             raise ArenaError(f"{self.path}: its backing cannot supply the arena's "
                              f"{'pages' if whole else 'superblock and index'}: {os.strerror(err)}")
@@ -1669,7 +1747,7 @@ cdef class Arena(Keyspace):
             "recovery": self.recovery,
             "dropped_entries": self.dropped_entries,
             # what the backing holds for the arena (a device: all of it)
-            "backing_bytes": cx_os_held(self.fd) if self.grain else self.map_size,
+            "backing_bytes": cx_os_held(self.fd, self.offset, self.map_size) if self.grain else self.map_size,
         }
 
     def release_free_pages(self, uint64_t max_bytes=RELEASE_BYTES):

@@ -189,28 +189,28 @@ static void test_heap_reuses_holes_by_class(void) {
 static void test_backing_pages(const char *dir) {
     char path[4096];
     int fd = -1, is_chr = 1, created = 0, err = 0;
-    uint64_t file_size = 1, avail, held, grain = 0;
+    uint64_t file_size = 1, avail, total, grain = 0;
     char *base = NULL;
     snprintf(path, sizeof path, "%s/test.arena", dir);
     unlink(path);
     CHECK_EQ(cx_os_open(path, &fd, &file_size, &is_chr, &created), 0);
     CHECK(created && !is_chr && file_size == 0);
-    CHECK_EQ(cx_os_lock(fd), 0);
+    CHECK_EQ(cx_os_lock(fd, 0, ARENA_BYTES), 0);
     int other = open(path, O_RDWR);
-    CHECK_EQ(cx_os_lock(other), EWOULDBLOCK);              /* another open of it is refused */
+    CHECK_EQ(cx_os_lock(other, 0, ARENA_BYTES), EAGAIN);   /* another open of it is refused */
     close(other);
-    CHECK_EQ(cx_os_space(fd, &avail, &held, &grain), 0);
-    CHECK(avail >= ARENA_BYTES && held == 0 && grain >= 4096 && !(grain & (grain - 1)));
+    CHECK_EQ(cx_os_space(fd, &avail, &total, &grain), 0);
+    CHECK(avail >= ARENA_BYTES && total >= avail && grain >= 4096 && !(grain & (grain - 1)));
     CHECK_EQ(cx_os_truncate(fd, ARENA_BYTES), 0);
-    CHECK_EQ(cx_os_map(fd, ARENA_BYTES, &base), 0);
-    CHECK_EQ(cx_os_held(fd), 0);                           /* sparse: nothing allocated yet */
+    CHECK_EQ(cx_os_map(fd, 0, ARENA_BYTES, &base), 0);
+    CHECK_EQ(cx_os_held(fd, 0, ARENA_BYTES), 0);           /* sparse: nothing allocated yet */
 
     /* what Arena._back_metadata allocates before formatting */
     uint64_t heap_off = cx_heap_off_for(ARENA_BYTES);
-    CHECK_EQ(cx_back_range(base, fd, grain, ARENA_BYTES, 0, heap_off + CX_HDR), 0);
-    CHECK_EQ(cx_back_range(base, fd, grain, ARENA_BYTES, ARENA_BYTES - 8, 8), 0);
+    CHECK_EQ(cx_back_range(base, fd, 0, grain, ARENA_BYTES, 0, heap_off + CX_HDR), 0);
+    CHECK_EQ(cx_back_range(base, fd, 0, grain, ARENA_BYTES, ARENA_BYTES - 8, 8), 0);
     cx_format(base, ARENA_BYTES, 7);
-    uint64_t metadata = cx_os_held(fd);
+    uint64_t metadata = cx_os_held(fd, 0, ARENA_BYTES);
     CHECK(metadata >= heap_off && metadata < heap_off + 2 * MIB);
 
     cx_cfg cfg = settings(CX_NOEVICTION);
@@ -218,7 +218,7 @@ static void test_backing_pages(const char *dir) {
     cfg.grain = grain;
     uint64_t off = cx_heap_alloc(base, 3 * MIB, &cfg, &err);
     CHECK(off && err == 0);
-    uint64_t backed = cx_os_held(fd);
+    uint64_t backed = cx_os_held(fd, 0, ARENA_BYTES);
     CHECK(backed >= metadata + 3 * MIB);
     memset(base + off + CX_HDR, 0xab, 3 * MIB - CX_HDR - 8);
 
@@ -229,18 +229,68 @@ static void test_backing_pages(const char *dir) {
     CHECK_EQ(cx_release_free(base, &cfg, now + 999, 1000, 64 * MIB, 4096), 0);
     uint64_t punched = cx_release_free(base, &cfg, now + 1000, 1000, 64 * MIB, 4096);
     CHECK(punched >= 3 * MIB);
-    CHECK(cx_os_held(fd) <= backed - 3 * MIB + 2 * grain);
+    CHECK(cx_os_held(fd, 0, ARENA_BYTES) <= backed - 3 * MIB + 2 * grain);
     CHECK_EQ(cx_release_free(base, &cfg, now + 2000, 1000, 64 * MIB, 4096), 0);   /* hollow: not again */
     CHECK_EQ(heap_check(base), 1);
 
     /* reusing the punched pages allocates them again first */
     uint64_t again = cx_heap_alloc(base, 3 * MIB, &cfg, &err);
     CHECK(again == off && err == 0);
-    CHECK(cx_os_held(fd) >= backed - 2 * grain);
+    CHECK(cx_os_held(fd, 0, ARENA_BYTES) >= backed - 2 * grain);
     CHECK(base[again + CX_HDR + MIB] == 0);                /* punched pages read as zeros */
     cx_heap_free(base, again);
 
     cx_os_unmap(base, ARENA_BYTES, fd, 1);
+    unlink(path);
+}
+
+/* Two arenas in one file, at offsets 0 and ARENA_BYTES: each locks, allocates and
+   punches only its own region. */
+static void test_backing_regions(const char *dir) {
+    char path[4096];
+    int fd[2], other, is_chr = 1, created = 0, err = 0, locked = -1;
+    uint64_t file_size = 1, avail, total, grain = 0, region[2] = {0, ARENA_BYTES};
+    char *base[2];
+    snprintf(path, sizeof path, "%s/regions.arena", dir);
+    unlink(path);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(cx_os_open(path, &fd[i], &file_size, &is_chr, &created), 0);
+        CHECK_EQ(cx_os_lock(fd[i], region[i], ARENA_BYTES), 0);  /* the other region's lock is not in the way */
+    }
+    other = open(path, O_RDWR);
+    CHECK_EQ(cx_os_lock(other, ARENA_BYTES / 2, ARENA_BYTES), EAGAIN);     /* overlaps both */
+    CHECK_EQ(cx_os_locked(other, 2 * ARENA_BYTES, 0, &locked), 0);
+    CHECK_EQ(locked, 0);
+    CHECK_EQ(cx_os_locked(other, ARENA_BYTES, 0, &locked), 0);
+    CHECK_EQ(locked, 1);
+    close(other);
+    CHECK_EQ(cx_os_space(fd[0], &avail, &total, &grain), 0);
+    CHECK_EQ(cx_os_truncate(fd[0], 2 * ARENA_BYTES), 0);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(cx_os_map(fd[i], region[i], ARENA_BYTES, &base[i]), 0);
+        CHECK_EQ(cx_back_range(base[i], fd[i], region[i], grain, ARENA_BYTES, 0, ARENA_BYTES), 0);
+        cx_format(base[i], ARENA_BYTES, 11 + (uint64_t)i);
+    }
+    CHECK_EQ(cx_os_held(fd[1], ARENA_BYTES, ARENA_BYTES), ARENA_BYTES);
+    /* the first region, full of its own bytes; the second frees a big block and punches it */
+    memset(base[0] + cx_heap_off_for(ARENA_BYTES), 0x5a, ARENA_BYTES - cx_heap_off_for(ARENA_BYTES));
+    cx_cfg cfg = settings(CX_NOEVICTION);
+    cfg.backing_fd = fd[1];
+    cfg.backing_off = ARENA_BYTES;
+    cfg.grain = grain;
+    uint64_t off = cx_heap_alloc(base[1], 3 * MIB, &cfg, &err);
+    CHECK(off && err == 0);
+    cx_heap_free(base[1], off);
+    int64_t now = cx_now_ms();
+    CHECK_EQ(cx_release_free(base[1], &cfg, now, 1000, 64 * MIB, 4096), 0);
+    CHECK(cx_release_free(base[1], &cfg, now + 1000, 1000, 64 * MIB, 4096) >= 2 * MIB);
+    CHECK(cx_os_held(fd[1], ARENA_BYTES, ARENA_BYTES) <= ARENA_BYTES - 2 * MIB);
+    CHECK_EQ(cx_os_held(fd[0], 0, ARENA_BYTES), ARENA_BYTES);
+    int intact = 1;
+    for (uint64_t i = cx_heap_off_for(ARENA_BYTES); i < ARENA_BYTES; i++) intact &= base[0][i] == 0x5a;
+    CHECK(intact);
+    CHECK_EQ(heap_check(base[1]), 1);
+    for (int i = 0; i < 2; i++) cx_os_unmap(base[i], ARENA_BYTES, fd[i], 1);
     unlink(path);
 }
 
@@ -922,6 +972,7 @@ int main(int argc, char **argv) {
     RUN(test_heap_alloc_free_coalesce);
     RUN(test_heap_reuses_holes_by_class);
     RUN(test_backing_pages, dir);
+    RUN(test_backing_regions, dir);
     RUN(test_index_chains_with_colliding_buckets);
     RUN(test_index_identity_beyond_the_hash);
     RUN(test_same_key_per_db_and_tenant);

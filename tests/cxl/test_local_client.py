@@ -462,6 +462,38 @@ def test_mapped_reads_verify_arena_checksums():
         srv.close()
 
 
+def test_a_shard_at_an_offset_is_mapped_there(tmp_path):
+    """A server whose arena is a region of a shared file (arena-offset): the client maps
+    that region, reads zero-copy and writes through it, and never sees the other region."""
+    path = tmp_path / "shards.arena"
+    first = cxl_server(USERS, arena_path=str(path)).start()             # offset 0, 64mb
+    srv = cxl_server(USERS, arena_path=str(path), arena_offset="64mb").start()
+    try:
+        unix_client(first).set(b"k", b"the first shard's")
+        with local(srv) as kv:
+            assert kv.mapped, kv.why_not_mapped
+            assert kv.info["backing-offset"] == 64 << 20 and kv.info["backing-path"] == str(path)
+            tensor = numpy.arange(300_000, dtype=numpy.float32)
+            kv.set(b"k", tensor)                            # reserve + fill through the mapping
+            with kv.get(b"k") as ref:
+                assert ref.mapped
+                arr = ref.array(numpy.float32)
+                assert numpy.array_equal(arr, tensor)
+                assert arr.__array_interface__["data"][0] == numpy.frombuffer(ref.view, numpy.uint8).ctypes.data
+                # the view is the file's bytes at the region's offset plus the value's
+                offset = kv.redis.execute_command("CXL", "GETREF", b"k")[0]
+                with open(path, "rb") as f:
+                    f.seek((64 << 20) + offset)
+                    assert f.read(len(ref.view)) == tensor.tobytes()
+                assert ref.valid()
+            assert kv.get_bytes(b"k") == tensor.tobytes()
+        assert unix_client(first).get(b"k") == b"the first shard's"
+        assert unix_client(srv).get(b"k") == tensor.tobytes()
+    finally:
+        srv.close()
+        first.close()
+
+
 READS_AND_WRITES = {
     "get": lambda kv: bytes(kv.get(b"k").view),
     "get_bytes": lambda kv: kv.get_bytes(b"k"),

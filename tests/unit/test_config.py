@@ -469,7 +469,7 @@ def test_option_table_is_complete():
             assert low <= option.initial() <= high
         assert option.name == option.name.lower()
     immutable = {o.name for o in OPTIONS if o.mutability == "immutable"}
-    assert {"databases", "arena-size", "arena-path", "arena-hugepages", "arena-prefault",
+    assert {"databases", "arena-size", "arena-offset", "arena-path", "arena-hugepages", "arena-prefault",
             "arena-numa-node", "arena-reset"} <= immutable
     assert "no effect" in next(o for o in OPTIONS if o.name == "save").doc
 
