@@ -14,10 +14,13 @@ remote-storage plugin mechanism, without patching LMCache:
 No remote_url beside it: LMCache would build a second, legacy backend for that.
 The url is unix://[user:password@]/path/to.sock[?db=n] (a tenant's user maps its
 tenant's own arena, if the tenant has one) or redis://[user:password@]host:port[/db];
-its user needs +@cxl to map, and without it the chunks go over RESP (one warning
-says why). A chunk is one key (LMCache's key string) holding LMCache's chunk
-metadata (when save_chunk_meta is on, its default) followed by the KV bytes,
-committed at once.
+for a Redis Cluster of cxlredis nodes, redis-cluster://[user:password@]h1:p1,h2:p2
+or unix-cluster://[user:password@]/a.sock,/b.sock (startup nodes: the sockets of
+shards on this host), and each chunk goes to the shard of its key's slot
+(cxlredis.local.ClusterLocalClient). Its user needs +@cxl to map, and without it
+the chunks go over RESP (one warning says why). A chunk is one key (LMCache's key
+string) holding LMCache's chunk metadata (when save_chunk_meta is on, its default)
+followed by the KV bytes, committed at once.
 """
 import logging
 import threading
@@ -26,7 +29,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from lmcache.v1.protocol import RemoteMetadata
 from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
 
-from .local import READ_ATTEMPTS, LocalClient
+from .local import READ_ATTEMPTS, ClusterLocalClient, LocalClient
 
 log = logging.getLogger("cxlredis.lmcache_plugin")
 CLASS_NAME = "CxlRedisConnector"
@@ -53,7 +56,8 @@ def client_options(url):
         options = {"host": parsed.hostname or "localhost", "port": parsed.port or 6379}
         db = parsed.path.strip("/")
     else:
-        raise ValueError(f"cxlredis plugin url must be unix:// or redis://, not {url!r}")
+        raise ValueError(f"cxlredis plugin url must be unix://, redis://, redis-cluster:// or "
+                         f"unix-cluster://, not {url!r}")
     if parsed.username:
         options["username"] = unquote(parsed.username)
     if parsed.password:
@@ -63,9 +67,46 @@ def client_options(url):
     return options
 
 
+CLUSTER_SCHEMES = ("redis-cluster", "unix-cluster")
+
+
+def cluster_options(url):
+    """ClusterLocalClient keyword arguments for a redis-cluster:// or unix-cluster:// url."""
+    scheme, _, rest = url.partition("://")
+    if scheme not in CLUSTER_SCHEMES:
+        raise ValueError(f"not a cluster url: {url!r}")
+    credentials, _, nodes = rest.rpartition("@")
+    if scheme == "redis-cluster":
+        nodes, _, db = nodes.partition("/")
+        if db not in ("", "0"):
+            raise ValueError(f"a cluster has only db 0, not {db!r} ({url!r})")
+    startup = [node for node in nodes.split(",") if node]
+    if not startup:
+        raise ValueError(f"no cluster node in {url!r}")
+    options = {"startup_nodes": startup}
+    username, _, password = credentials.partition(":")
+    if username:
+        options["username"] = unquote(username)
+    if password:
+        options["password"] = unquote(password)
+    return options
+
+
+def connect(url, backing_path=None):
+    """A LocalClient for a unix:// or redis:// url; a ClusterLocalClient for a cluster's
+    (each shard's backing is at the path its server reports: no backing_path)."""
+    if url.partition("://")[0] in CLUSTER_SCHEMES:
+        if backing_path:
+            raise ValueError("backing_path names one server's arena: it cannot be given "
+                             "with a cluster url")
+        return ClusterLocalClient(**cluster_options(url))
+    return LocalClient(**client_options(url), backing_path=backing_path)
+
+
 class CxlRedisConnector(RemoteConnector):
-    """LMCache's RemoteConnector over LocalClient. LocalClient is synchronous and holds
-    one connection, so calls run one at a time on LMCache's default executor."""
+    """LMCache's RemoteConnector over LocalClient (or ClusterLocalClient). The client is
+    synchronous and holds one connection per server, so calls run one at a time on
+    LMCache's default executor."""
 
     def __init__(self, loop, local_cpu_backend, config):
         super().__init__(local_cpu_backend.config, local_cpu_backend.metadata)
@@ -76,8 +117,7 @@ class CxlRedisConnector(RemoteConnector):
             raise ValueError(f"remote_storage_plugin.{name}.url is not set")
         self.loop = loop
         self.local_cpu_backend = local_cpu_backend
-        self.client = LocalClient(**client_options(url),
-                                  backing_path=extra.get(f"remote_storage_plugin.{name}.backing_path"))
+        self.client = connect(url, extra.get(f"remote_storage_plugin.{name}.backing_path"))
         if not self.client.mapped:      # (a refusal that comes later is logged by the client)
             log.warning("cxlredis plugin '%s': KV chunks go over RESP, not through the arena's "
                         "mapping: %s", name, self.client.why_not_mapped)
@@ -92,10 +132,10 @@ class CxlRedisConnector(RemoteConnector):
     # ---- exists
     def exists_sync(self, key):
         with self.lock:
-            return bool(self.client.redis.exists(key.to_string()))
+            return bool(self.client.exists(key.to_string()))
 
     async def exists(self, key):
-        return await self._run(lambda: bool(self.client.redis.exists(key.to_string())))
+        return await self._run(lambda: bool(self.client.exists(key.to_string())))
 
     # ---- get
     def _copy_out(self, ref):
@@ -203,7 +243,7 @@ class CxlRedisConnector(RemoteConnector):
 
     # ---- the rest of the interface
     async def list(self):
-        return await self._run(lambda: [k.decode() for k in self.client.redis.scan_iter(count=1000)])
+        return await self._run(lambda: [k.decode() for k in self.client.scan_iter(count=1000)])
 
     async def close(self):
         await self._run(self.client.close)
@@ -212,8 +252,8 @@ class CxlRedisConnector(RemoteConnector):
         return True
 
     async def ping(self):
-        return 0 if await self._run(self.client.redis.ping) else 1
+        return 0 if await self._run(self.client.ping) else 1
 
     def remove_sync(self, key):
         with self.lock:
-            return bool(self.client.redis.delete(key.to_string()))
+            return bool(self.client.delete(key.to_string()))

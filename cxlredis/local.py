@@ -37,6 +37,11 @@ A lease the server refuses because the keyspace holds cxl-lease-max-bytes under
 leases already is not an error to the caller: that read or write goes over RESP
 instead (GET, MGET, SET), as if the backing were not mapped.
 
+In a Redis Cluster, ClusterLocalClient keeps one LocalClient per shard (each maps
+its own shard's arena, or goes over RESP) and routes each key by its slot: see its
+docstring. A LocalClient made with cluster=True sends a multi-key command once per
+slot (in one write), as a cluster node refuses keys of several slots (CROSSSLOT).
+
 Not thread-safe: one LocalClient per thread (leases belong to its connection).
 """
 import hashlib
@@ -47,12 +52,17 @@ import select
 import stat
 import struct
 import time
+from contextlib import contextmanager
 
 import redis
 from hiredis import pack_command
-from redis.exceptions import DataError, NoPermissionError, ResponseError
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from redis.exceptions import (AskError, ClusterDownError, DataError, MovedError,
+                              NoPermissionError, ResponseError, TryAgainError)
 
 from ._store import acquire_fence, value_checksum
+from .cluster.slots import CLUSTER_SLOTS, key_slot
 from .leases import LEASE_CAP_REFUSAL
 
 log = logging.getLogger("cxlredis.local")
@@ -69,6 +79,10 @@ MGET_WINDOW = 8
 SPIN_US = 50
 # Where get_into last found a key's value, for this many keys (see get_into).
 KNOWN_LOCATIONS = 4096
+# A cluster node answers TRYAGAIN while a slot's keys are split between two nodes
+# mid-migration: ClusterLocalClient asks again this many times, this long apart (seconds).
+TRYAGAIN_ATTEMPTS = 5
+TRYAGAIN_DELAY = 0.05
 
 
 class Ref:
@@ -168,15 +182,20 @@ class Slot:
 
 
 class LocalClient:
-    """A redis-py client (`self.redis`, one dedicated connection) plus the mapped path."""
+    """A redis-py client (`self.redis`, one dedicated connection) plus the mapped path.
+    cluster=True: the server is a cluster node, so a multi-key command is sent once per
+    slot of its keys. Other keyword arguments go to redis.Redis (say retry=...)."""
 
     def __init__(self, host="localhost", port=6379, *, unix_socket_path=None, username=None,
                  password=None, db=0, backing_path=None, map_backing=True, socket_timeout=None,
-                 spin_us=SPIN_US, known_locations=KNOWN_LOCATIONS):
+                 spin_us=SPIN_US, known_locations=KNOWN_LOCATIONS, cluster=False, **redis_options):
         self.redis = redis.Redis(host=host, port=port, unix_socket_path=unix_socket_path,
                                  username=username, password=password, db=db,
-                                 socket_timeout=socket_timeout, single_connection_client=True)
+                                 socket_timeout=socket_timeout, single_connection_client=True,
+                                 **redis_options)
         self._conn = self.redis.connection
+        self.cluster = cluster
+        self._asking = False            # inside asking(): ASKING goes before every command
         self.spin_us = spin_us          # 0: wait for replies in recv only
         self._poller = self._polled_fd = None
         self._epoch = 0
@@ -198,6 +217,7 @@ class LocalClient:
     def _reconnected(self, connection):
         self._epoch += 1
         self._locations.clear()         # a restarted server may give out generations again
+        self._pending_release.clear()   # a lease is honoured only for the connection it was given to
 
     def _attach(self):
         try:
@@ -279,18 +299,22 @@ class LocalClient:
         return self._receive(self._send(*commands))
 
     def _send(self, *commands):
-        """The sending half of _call; what _receive needs to read the replies."""
+        """The sending half of _call; what _receive needs to read the replies (how many,
+        and which of them are the commands')."""
+        first, step = 0, 1
+        if self._asking:
+            commands = tuple(sent for command in commands for sent in (_ASKING, command))
+            first, step = 1, 2
         if self._pending_release:
+            # before any ASKING, which covers only the command right after it
             commands = (("CXL", "RELEASE", *self._pending_release),) + commands
             self._pending_release = []
-            skip = 1
-        else:
-            skip = 0
+            first += 1
         self._conn.send_packed_command([b"".join([_pack(command) for command in commands])])
-        return len(commands), skip
+        return len(commands), first, step
 
     def _receive(self, sent):
-        count, skip = sent
+        count, first, step = sent
         if self.spin_us:
             self._spin_for_reply()
         replies = []
@@ -302,7 +326,7 @@ class LocalClient:
                 # the buffers they hold) alive in a cycle, for the cyclic GC to free at
                 # whatever point it runs, even inside a caller's allocator lock
                 replies.append(e.with_traceback(None))
-        return replies[skip:]
+        return replies[first::step]
 
     def _spin_for_reply(self):
         """Poll the socket for up to spin_us before read_response sleeps in recv. Only
@@ -343,6 +367,54 @@ class LocalClient:
         if self._pending_release:
             self._call()
 
+    @contextmanager
+    def asking(self):
+        """A block whose every command is sent right after an ASKING, as a cluster node
+        that is importing a slot serves it only then (its answer to -ASK)."""
+        self._asking = True
+        try:
+            yield self
+        finally:
+            self._asking = False
+
+    def command(self, *args):
+        """One command on this client's connection, in step with the mapped path; its
+        reply as the server sent it (an error reply raised)."""
+        return self._expect_ok(self._call(args)[0])
+
+    def _by_slot(self, keys, indices):
+        """The indices of keys grouped as one command may name them: all together, or
+        (cluster) one group per slot, in the order the slots first appear."""
+        if not self.cluster:
+            return [list(indices)]
+        groups = {}
+        for i in indices:
+            groups.setdefault(slot_of(keys[i]), []).append(i)
+        return list(groups.values())
+
+    def _each_slot(self, name, keys):
+        """The replies of command `name` sent once per group of keys (_by_slot), in one
+        write; the first error reply raised, once every reply is read."""
+        keys = list(keys)
+        groups = self._by_slot(keys, range(len(keys)))
+        replies = self._call(*((name, *(keys[i] for i in group)) for group in groups))
+        return groups, [self._expect_ok(reply) for reply in replies]
+
+    def exists(self, *keys):
+        """How many of keys exist (a key named twice counts twice), as EXISTS."""
+        return sum(self._each_slot("EXISTS", keys)[1])
+
+    def delete(self, *keys):
+        """Delete keys; how many existed, as DEL."""
+        return sum(self._each_slot("DEL", keys)[1])
+
+    def ping(self):
+        return self.command("PING") == b"PONG"
+
+    def scan_iter(self, match=None, count=None):
+        """Every key (matching the glob `match`), as redis-py's scan_iter."""
+        return self.redis.scan_iter(match=match, count=count)
+
     # ---- reads ----------------------------------------------------------------
     def _ref(self, reply, began, epoch):
         if reply is None:
@@ -378,17 +450,39 @@ class LocalClient:
             reply = self._call(("CXL", "GETREF", key))[0]
             if not self._over_resp(reply):
                 return self._ref(reply, began, epoch)
-        value = self.redis.get(key)
+        value = self._get_over_resp(key)
         return None if value is None else Ref(memoryview(value))
+
+    def _get_over_resp(self, key):
+        return self.command("GET", key)
 
     def mget(self, keys):
         """Refs (or None) for several keys, in one round trip."""
+        keys = list(keys)
+        if not keys:
+            return []
         if self._map is not None:
-            began, epoch = time.monotonic(), self._epoch
-            reply = self._call(("CXL", "MGETREF", *keys))[0]
-            if not self._over_resp(reply):
-                return [self._ref(ref, began, epoch) for ref in self._expect_ok(reply)]
-        return [None if v is None else Ref(memoryview(v)) for v in self.redis.mget(keys)]
+            epoch = self._epoch
+            began, order, sent = self._request_refs(keys, range(len(keys)))
+            try:
+                replies = self._refs(self._receive(sent))
+            except _MappingRefused:
+                pass
+            else:
+                refs = [None] * len(keys)
+                for i, reply in zip(order, replies):
+                    refs[i] = self._ref(reply, began, epoch)
+                return refs
+        return [None if v is None else Ref(memoryview(v)) for v in self._mget_over_resp(keys)]
+
+    def _mget_over_resp(self, keys):
+        """MGET's values of keys (a list), by slot as a cluster node."""
+        groups, replies = self._each_slot("MGET", keys)
+        values = [None] * len(keys)
+        for group, reply in zip(groups, replies):
+            for i, value in zip(group, reply):
+                values[i] = value
+        return values
 
     def get_into(self, key, out):
         """Copy the value into the writable buffer `out`; its length, or None if missing
@@ -433,7 +527,7 @@ class LocalClient:
         return None
 
     def _get_into_over_resp(self, key, target):
-        value = self.redis.get(key)
+        value = self._get_over_resp(key)
         return None if value is None else _copy_into(memoryview(value), target)
 
     def _remember(self, key, location):
@@ -473,7 +567,7 @@ class LocalClient:
         return lengths
 
     def _mget_into_over_resp(self, keys, buffers):
-        values = self.redis.mget(keys)
+        values = self._mget_over_resp(keys)
         targets = [None if value is None else _target(buffers, i, len(value))
                    for i, value in enumerate(values)]
         return [None if value is None else _copy_into(memoryview(value), target)
@@ -486,14 +580,11 @@ class LocalClient:
         epoch, failed = self._epoch, []
         inflight = self._request_refs(keys, windows[0])
         try:
-            for k, part in enumerate(windows):
-                began, sent = inflight
+            for k in range(len(windows)):
+                began, order, sent = inflight
                 inflight = None
-                reply = self._receive(sent)[0]
-                if self._over_resp(reply):
-                    raise _MappingRefused
-                replies = self._expect_ok(reply)
-                hits = [(i, reply) for i, reply in zip(part, replies) if reply is not None]
+                replies = self._refs(self._receive(sent))
+                hits = [(i, reply) for i, reply in zip(order, replies) if reply is not None]
                 try:
                     if k + 1 < len(windows):
                         inflight = self._request_refs(keys, windows[k + 1])
@@ -509,24 +600,44 @@ class LocalClient:
                     self._pending_release.extend(reply[3] for _, reply in hits)
         finally:
             if inflight is not None:
-                self._abandon(inflight[1])
+                self._abandon(inflight[2])
         return failed
 
     def _request_refs(self, keys, indices):
-        """Send CXL MGETREF for keys[i], i in indices; (when it was sent, what _receive needs)."""
+        """Send CXL MGETREF for keys[i], i in indices (one per slot as a cluster node);
+        (when it was sent, the indices in the order of the references, what _receive needs)."""
+        groups = self._by_slot(keys, indices)
         began = time.monotonic()
-        return began, self._send(("CXL", "MGETREF", *(keys[i] for i in indices)))
+        sent = self._send(*(("CXL", "MGETREF", *(keys[i] for i in group)) for group in groups))
+        return began, [i for group in groups for i in group], sent
+
+    def _refs(self, replies):
+        """The references of MGETREF replies, as one list. If one is an error, the leases
+        the others granted are ended and it is raised (_MappingRefused for a refusal of
+        the mapping: see _over_resp)."""
+        failed = next((reply for reply in replies if isinstance(reply, ResponseError)), None)
+        if failed is None:
+            return replies[0] if len(replies) == 1 else [ref for reply in replies for ref in reply]
+        self._end_leases(replies)
+        if self._over_resp(failed):
+            raise _MappingRefused
+        raise failed
+
+    def _end_leases(self, replies):
+        """Release (with the next command) the leases of the MGETREF replies that granted any."""
+        for reply in replies:
+            if isinstance(reply, list):
+                self._pending_release.extend(ref[3] for ref in reply if ref is not None)
 
     def _abandon(self, sent):
-        """Read the reply of a request an error left unanswered and end the leases it got,
-        so the connection stays in step. Only called while an exception propagates, which
-        a failure here (say, the connection is gone too) must not replace."""
+        """Read the replies of a request an error left unanswered and end the leases they
+        got, so the connection stays in step. Only called while an exception propagates,
+        which a failure here (say, the connection is gone too) must not replace."""
         try:
-            replies = self._receive(sent)[0]
+            replies = self._receive(sent)
         except Exception:           # noqa: BLE001 - the propagating error is the one to report
             return
-        if isinstance(replies, list):
-            self._pending_release.extend(reply[3] for reply in replies if reply is not None)
+        self._end_leases(replies)
 
     def get_bytes(self, key):
         """A copy of the value as bytes, or None."""
@@ -567,7 +678,7 @@ class LocalClient:
         parts = _parts(value)
         slot = self._reserve(key, _length(parts), ex, px)
         if slot is None:
-            return self.redis.set(key, _joined(parts), ex=ex, px=px)
+            return self.command(*_set_command(key, _joined(parts), ex, px)) == b"OK"
         with slot:
             _fill(slot, parts)
             slot.commit()
@@ -604,16 +715,15 @@ class LocalClient:
         return True
 
     def _mset_over_resp(self, items, ex, px):
-        pipe = self.redis.pipeline(transaction=False)
-        for key, parts in items:
-            pipe.set(key, _joined(parts), ex=ex, px=px)
-        pipe.execute()
+        for reply in self._call(*(_set_command(key, _joined(parts), ex, px) for key, parts in items)):
+            self._expect_ok(reply)
         return True
 
     # ---- lifecycle ----------------------------------------------------------------
     def close(self):
         try:
-            self.flush_releases()
+            if self._conn._sock is not None:        # not reconnected only to be closed
+                self.flush_releases()
         except (redis.ConnectionError, OSError):
             pass                    # the leases expire on the server anyway
         for name in ("_view", "_wview"):
@@ -641,6 +751,367 @@ class LocalClient:
         self.close()
 
 
+class ClusterLocalClient:
+    """LocalClient's API over a Redis Cluster of cxlredis nodes.
+
+        kv = ClusterLocalClient(["10.0.0.5:7000", "10.0.0.6:7000"], username="lm", password="pw")
+        kv = ClusterLocalClient(["/run/cxlredis/shard0.sock", "/run/cxlredis/shard1.sock"])
+
+    `startup_nodes` are "host:port" strings, (host, port) pairs or unix socket paths of
+    shards on this host (any of them, or "unix:///path"). The slot map comes from
+    CLUSTER SLOTS; a node also given as a socket is reached through it (its id and
+    address are learnt from the socket with CLUSTER NODES). There is one LocalClient
+    (cluster=True) per shard: each maps its own shard's arena when this process
+    shares it (over the unix socket, or TCP on loopback as a user with a password),
+    and speaks RESP otherwise; `shards` lists them, `mapped` says whether all map.
+    The lease checks of each LocalClient are the rule for every read.
+
+    A key goes to the shard that serves its slot. A multi-key call is split by shard,
+    each shard's share in one LocalClient call (one command per slot inside it). The
+    answers of a node that does not serve the key:
+    - -MOVED: the slot map is read again and the call retried, once;
+    - -ASK (the slot is being migrated and the key is not, or no longer, on its old
+      node): the call is sent to the node named, right after an ASKING, with no map
+      refresh;
+    - -TRYAGAIN (keys of a slot split between the two nodes mid-migration): retried
+      after TRYAGAIN_DELAY, a few times; a share of a multi-key call goes key by key;
+    - a lost connection (the shard restarted, or moved to another address): that
+      shard's LocalClient is dropped, the map read again, and the call retried once
+      with a new LocalClient (which maps the arena anew and checks it is the server's).
+    A share of a multi-key call that is redirected a second time goes key by key, each
+    key following its own redirects. Writes are retried whole: SET is idempotent. A
+    reservation (reserve) committed after its slot moved is refused with MOVED or ASK,
+    and nothing is stored: the caller reserves again, on the right node.
+
+    Not thread-safe, as LocalClient: one ClusterLocalClient per thread."""
+
+    def __init__(self, startup_nodes, *, username=None, password=None, map_backing=True,
+                 socket_timeout=None, spin_us=SPIN_US, known_locations=KNOWN_LOCATIONS):
+        self._startup = [_endpoint(node) for node in startup_nodes]
+        if not self._startup:
+            raise ValueError("ClusterLocalClient needs at least one startup node")
+        # a lost shard is the map's business (refresh), not redis-py's retries, which wait
+        # seconds on a node that is down
+        self._connection = dict(username=username, password=password,
+                                socket_timeout=socket_timeout, retry=Retry(NoBackoff(), 0))
+        self._options = dict(self._connection, map_backing=map_backing, spin_us=spin_us,
+                             known_locations=known_locations, cluster=True)
+        self._clients = {}              # endpoint ("host:port" or a socket path) -> LocalClient
+        self._owner = [None] * CLUSTER_SLOTS    # endpoint serving each slot
+        self._sockets = {}              # node id and "ip:port" -> socket path, for nodes given so
+        self.refresh()
+
+    # ---- the slot map ---------------------------------------------------------
+    def refresh(self):
+        """Read the slot map from the first node that answers: a shard already connected,
+        else a startup node. A shard that serves no slot any more is disconnected."""
+        self._learn_sockets()
+        failures = []
+        for endpoint in dict.fromkeys([*self._clients, *self._startup]):
+            try:
+                slots = self._client(endpoint).command("CLUSTER", "SLOTS")
+            except redis.ConnectionError as e:
+                self._drop(endpoint)
+                failures.append(f"{endpoint}: {e}")
+                continue
+            except ResponseError as e:      # not a cluster node, or not allowed to ask
+                failures.append(f"{endpoint}: {e}")
+                continue
+            self._apply(slots, endpoint)
+            return
+        raise redis.ConnectionError("no node gave the slot map: " + "; ".join(failures))
+
+    def _learn_sockets(self):
+        """Which node each startup socket reaches: its id and address (CLUSTER NODES'
+        myself line), so the slot map can name the socket instead."""
+        sockets = {}
+        for path in self._startup:
+            if not path.startswith("/"):
+                continue
+            conn = redis.Redis(unix_socket_path=path, **self._connection)
+            try:
+                nodes = _text(conn.execute_command("CLUSTER", "NODES"))
+            except (redis.ConnectionError, ResponseError):
+                continue            # down, or not a cluster node: known by address only
+            finally:
+                conn.close()
+            for line in nodes.splitlines():
+                words = line.split()
+                if len(words) > 2 and "myself" in words[2].split(","):
+                    host, _, port = words[1].split("@")[0].rpartition(":")
+                    sockets[words[0]] = sockets[_address(host.strip("[]"), port)] = path
+        self._sockets = sockets
+
+    def _apply(self, slots, asked):
+        owner = [None] * CLUSTER_SLOTS
+        for start, end, master, *_ in slots:
+            host, port, node_id = _text(master[0]) if master[0] else "", master[1], _text(master[2])
+            if host in ("", "?"):               # no preferred endpoint: the node asked
+                host = asked.rpartition(":")[0] if not asked.startswith("/") else "127.0.0.1"
+            address = _address(host, port)
+            endpoint = self._sockets.get(node_id) or self._sockets.get(address, address)
+            owner[start:end + 1] = [endpoint] * (end - start + 1)
+        self._owner = owner
+        for endpoint in set(self._clients) - set(owner):
+            self._drop(endpoint)
+
+    def _redirected(self, error):
+        """The endpoint a MOVED or ASK names."""
+        address = _address(error.host, error.port)
+        return self._sockets.get(address, address)
+
+    def _client(self, endpoint):
+        client = self._clients.get(endpoint)
+        if client is None:
+            if endpoint.startswith("/"):
+                client = LocalClient(unix_socket_path=endpoint, **self._options)
+            else:
+                host, _, port = endpoint.rpartition(":")
+                client = LocalClient(host=host.strip("[]"), port=int(port), **self._options)
+            self._clients[endpoint] = client
+        return client
+
+    def _drop(self, endpoint):
+        client = self._clients.pop(endpoint, None)
+        if client is not None:
+            client.close()
+
+    def _serving(self, slot):
+        endpoint = self._owner[slot]
+        if endpoint is None:
+            raise ClusterDownError("CLUSTERDOWN Hash slot not served")
+        return endpoint
+
+    @property
+    def shards(self):
+        """{endpoint: LocalClient} of every node that serves slots, connected."""
+        return {endpoint: self._client(endpoint) for endpoint in dict.fromkeys(self._owner)
+                if endpoint is not None}
+
+    @property
+    def mapped(self):
+        """Whether every shard's arena is mapped."""
+        return all(client.mapped for client in self.shards.values())
+
+    @property
+    def why_not_mapped(self):
+        """{endpoint: why not} of the shards that are not mapped."""
+        return {endpoint: client.why_not_mapped for endpoint, client in self.shards.items()
+                if not client.mapped}
+
+    def client_for(self, key):
+        """The LocalClient of the shard that serves key, as the map says now."""
+        return self._client(self._serving(slot_of(key)))
+
+    # ---- routing --------------------------------------------------------------
+    def _run(self, key, op):
+        """op(client) on the shard that serves key, following redirects (class docstring)."""
+        slot = slot_of(key)
+        endpoint, asking = self._serving(slot), False
+        moved = reconnected = False
+        tries = 0
+        while True:
+            try:
+                client = self._client(endpoint)
+                if not asking:
+                    return op(client)
+                with client.asking():
+                    return op(client)
+            except MovedError as e:
+                if moved:
+                    raise
+                moved = True
+                self.refresh()
+                self._owner[e.slot_id] = self._redirected(e)    # the refusing node knows best
+                endpoint, asking = self._serving(slot), False
+            except AskError as e:
+                if asking:
+                    raise
+                endpoint, asking = self._redirected(e), True
+            except TryAgainError:
+                tries += 1
+                if tries >= TRYAGAIN_ATTEMPTS:
+                    raise
+                time.sleep(TRYAGAIN_DELAY)
+            except redis.ConnectionError:
+                if reconnected:
+                    raise
+                reconnected = True
+                self._drop(endpoint)
+                self.refresh()
+                endpoint, asking = self._serving(slot), False
+
+    def _each_shard(self, keys, indices, run, one):
+        """run(client, part) for each shard's share of keys[i], i in indices (part: a list
+        of indices). A share answered MOVED, or whose connection was lost, is split again
+        after one refresh of the map; a share answered ASK or TRYAGAIN, or failing again
+        after the refresh, goes key by key through one(i), which follows its own redirects."""
+        pending, refreshed = list(indices), False
+        while pending:
+            retry, moved = [], []
+            for endpoint, part in self._split(keys, pending):
+                try:
+                    run(self._client(endpoint), part)
+                    continue
+                except (MovedError, redis.ConnectionError) as e:     # (MovedError is an AskError)
+                    if isinstance(e, MovedError):
+                        moved.append(e)
+                    else:
+                        self._drop(endpoint)
+                    if not refreshed:
+                        retry += part
+                        continue
+                except (AskError, TryAgainError):
+                    pass
+                for i in part:
+                    one(i)
+            if retry:
+                self.refresh()
+                for e in moved:
+                    self._owner[e.slot_id] = self._redirected(e)
+                refreshed = True
+            pending = retry
+
+    def _split(self, keys, indices):
+        shares = {}
+        for i in indices:
+            shares.setdefault(self._serving(slot_of(keys[i])), []).append(i)
+        return shares.items()
+
+    # ---- LocalClient's API ------------------------------------------------------
+    def get(self, key):
+        return self._run(key, lambda client: client.get(key))
+
+    def get_bytes(self, key):
+        return self._run(key, lambda client: client.get_bytes(key))
+
+    def get_into(self, key, out):
+        return self._run(key, lambda client: client.get_into(key, out))
+
+    def mget(self, keys):
+        """Refs (or None), one LocalClient.mget per shard."""
+        keys = list(keys)
+        refs = [None] * len(keys)
+
+        def run(client, part):
+            for i, ref in zip(part, client.mget([keys[i] for i in part])):
+                refs[i] = ref
+
+        def one(i):
+            refs[i] = self.get(keys[i])
+        self._each_shard(keys, range(len(keys)), run, one)
+        return refs
+
+    def mget_into(self, keys, buffers, *, window=MGET_WINDOW):
+        """As LocalClient.mget_into, one call per shard (by windows of `window` keys
+        there, one MGETREF per slot in a window)."""
+        keys = list(keys)
+        if len(buffers) != len(keys):
+            raise ValueError(f"{len(keys)} keys but {len(buffers)} buffers")
+        lengths = [None] * len(keys)
+
+        def run(client, part):
+            got = client.mget_into([keys[i] for i in part], _Picked(buffers, part), window=window)
+            for i, n in zip(part, got):
+                lengths[i] = n
+
+        def one(i):
+            lengths[i] = self.get_into(keys[i], buffers[i])
+        self._each_shard(keys, range(len(keys)), run, one)
+        return lengths
+
+    def set(self, key, value, *, ex=None, px=None):
+        return self._run(key, lambda client: client.set(key, value, ex=ex, px=px))
+
+    def mset(self, items, *, ex=None, px=None):
+        """As LocalClient.mset, one call per shard (a shard's share is stored or not, as
+        there; the shares are not one atomic write)."""
+        items = dict(items)
+        keys, values = list(items), list(items.values())
+
+        def run(client, part):
+            client.mset({keys[i]: values[i] for i in part}, ex=ex, px=px)
+
+        def one(i):
+            self.set(keys[i], values[i], ex=ex, px=px)
+        self._each_shard(keys, range(len(keys)), run, one)
+        return True
+
+    def reserve(self, key, nbytes, *, ex=None, px=None):
+        return self._run(key, lambda client: client.reserve(key, nbytes, ex=ex, px=px))
+
+    def exists(self, *keys):
+        """How many of keys exist: one EXISTS per slot."""
+        return sum(self._run(group[0], lambda client, group=group: client.exists(*group))
+                   for group in _slot_groups(keys))
+
+    def delete(self, *keys):
+        """Delete keys, one DEL per slot; how many existed."""
+        return sum(self._run(group[0], lambda client, group=group: client.delete(*group))
+                   for group in _slot_groups(keys))
+
+    def ping(self):
+        return all(client.ping() for client in self.shards.values())
+
+    def scan_iter(self, match=None, count=None):
+        """Every key of every shard (matching the glob `match`)."""
+        for client in self.shards.values():
+            yield from client.scan_iter(match=match, count=count)
+
+    def flush_releases(self):
+        for client in self._clients.values():
+            client.flush_releases()
+
+    def close(self):
+        for endpoint in list(self._clients):
+            self._drop(endpoint)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Picked:
+    """buffers[indices[j]] as item j, looked up only when asked (mget_into's promise)."""
+
+    __slots__ = ("_buffers", "_indices")
+
+    def __init__(self, buffers, indices):
+        self._buffers, self._indices = buffers, indices
+
+    def __len__(self):
+        return len(self._indices)
+
+    def __getitem__(self, j):
+        return self._buffers[self._indices[j]]
+
+
+def _endpoint(node):
+    """A startup node as an endpoint: "host:port", or the absolute path of a unix socket."""
+    if isinstance(node, tuple):
+        return _address(*node)
+    node = str(node).removeprefix("unix://")
+    if "/" in node:
+        return os.path.abspath(node)
+    host, sep, port = node.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"a cluster node is host:port or a unix socket path, not {node!r}")
+    return _address(host.strip("[]"), port)
+
+
+def _address(host, port):
+    return f"[{host}]:{int(port)}" if ":" in host else f"{host}:{int(port)}"
+
+
+def _slot_groups(keys):
+    groups = {}
+    for key in keys:
+        groups.setdefault(slot_of(key), []).append(key)
+    return groups.values()
+
+
 def _not_permitted(error):
     """A refusal's text, with how to fix it when it is the ACL's."""
     if not isinstance(error, NoPermissionError):
@@ -653,12 +1124,32 @@ class _MappingRefused(Exception):
     """Raised out of a mapped read the server refused (see _over_resp): go over RESP."""
 
 
-def _reserve_command(key, nbytes, ex, px):
+def _expiry(ex, px):
     if ex is not None:
-        return ("CXL", "RESERVE", key, nbytes, "EX", ex)
+        return ("EX", ex)
     if px is not None:
-        return ("CXL", "RESERVE", key, nbytes, "PX", px)
-    return ("CXL", "RESERVE", key, nbytes)
+        return ("PX", px)
+    return ()
+
+
+def _reserve_command(key, nbytes, ex, px):
+    return ("CXL", "RESERVE", key, nbytes, *_expiry(ex, px))
+
+
+def _set_command(key, value, ex, px):
+    return ("SET", key, value, *_expiry(ex, px))
+
+
+_ASKING = ("ASKING",)
+
+
+def slot_of(key):
+    """The cluster slot of a key as redis-py sends it (str as UTF-8, numbers as their repr)."""
+    if isinstance(key, str):
+        key = key.encode()
+    elif isinstance(key, (int, float)):
+        key = repr(key).encode()
+    return key_slot(key)
 
 
 def _pack(command):

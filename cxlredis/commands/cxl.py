@@ -21,6 +21,7 @@ import time
 
 from .. import errors
 from .._store import TYPE_STRING, WrongType, now_ms
+from ..cluster.slots import key_slot
 from ..errors import CommandError
 from ..leases import SLOT
 from .args import INT64_MAX, parse_int, upper
@@ -239,12 +240,40 @@ def cmd_cxl_commit(c, argv):
         # the block may be freed any moment now: a late writer's bytes are not trusted
         leases.end(lease)
         raise CommandError(LEASE_EXPIRED.format(lease.id))
+    moved = _slot_left(c, lease)
+    if moved is not None:
+        leases.end(lease)
+        raise CommandError(moved)
     expire_at = -1 if lease.ttl_ms is None else now_ms() + lease.ttl_ms
     # the commit path of a value received into a slot (SET): visible at once, whole; in
     # the keyspace the block was reserved in, whatever the connection is bound to now
     lease.commit(expire_at)
     leases.committed(lease)
     c.reply.ok()
+
+
+def _slot_left(c, lease):
+    """In a cluster, the redirect a COMMIT answers when the reservation's slot is no
+    longer this node's to write: RESERVE was redirected by its key, COMMIT names none,
+    and the slot may have moved in between. Committing then would leave a key no node
+    serves (MOVED), or one beside the copy MIGRATE already moved (ASK). None: commit."""
+    cluster = c.services.cluster
+    if cluster is None:
+        return None
+    slot = key_slot(lease.key)
+    owner = cluster.owner[slot]
+    if owner is cluster.myself:
+        to = cluster.migrating.get(slot)
+        if to is None or lease.store.find(lease.db, lease.key, False, False) is not None:
+            return None
+        owner, kind = to, "ASK"         # a new key of a migrating slot belongs to its target
+    elif slot in cluster.importing:
+        return None                     # reserved after ASKING, for the slot coming here
+    elif owner is None:
+        return "CLUSTERDOWN Hash slot not served"
+    else:
+        kind = "MOVED"
+    return f"{kind} {slot} {cluster.endpoint(owner)}:{owner.port}"
 
 
 def cmd_cxl_abort(c, argv):
