@@ -10,7 +10,7 @@ from ..cluster.slots import CLUSTER_SLOTS, key_slot
 from ..cluster.state import PORT_INCREMENT
 from ..errors import CommandError
 from .args import is_int64, parse_int, upper
-from .connection import reply_help
+from .connection import reply_fields, reply_help
 
 DISABLED = "ERR This instance has cluster support disabled"
 BAD_SLOT = "ERR Invalid or out of range slot"
@@ -101,6 +101,13 @@ def _quoted(arg):
     return bytes(arg).partition(b"\0")[0].decode("utf-8", "surrogateescape")
 
 
+def _just(slot):
+    """A slot mask (Keyspace.keys_in_slots) of one slot."""
+    mask = bytearray(CLUSTER_SLOTS)
+    mask[slot] = 1
+    return mask
+
+
 def _node(cluster, arg, error):
     """The node an argument names, or CommandError(error % name)."""
     name = bytes(arg).decode("latin-1")
@@ -182,10 +189,7 @@ def _endpoint_reply(c, cluster, node):
         others.append(("ip", node.ip))
     if kind != "hostname" and node.hostname:
         others.append(("hostname", node.hostname))
-    c.reply.map(len(others))
-    for name, value in others:
-        c.reply.bulk(name)
-        c.reply.bulk(value)
+    reply_fields(c, others)
 
 
 def cmd_cluster_slots(c, argv):
@@ -235,13 +239,7 @@ def _shard_node_reply(c, cluster, node):
         health = "online"
     fields += [("role", "master" if node.is_master else "replica"),
                ("replication-offset", node.repl_offset), ("health", health)]
-    c.reply.map(len(fields))
-    for name, value in fields:
-        c.reply.bulk(name)
-        if isinstance(value, int):
-            c.reply.integer(value)
-        else:
-            c.reply.bulk(value)
+    reply_fields(c, fields)
 
 
 def cmd_cluster_links(c, argv):
@@ -254,15 +252,9 @@ def cmd_cluster_links(c, argv):
     c.reply.array(len(links))
     for direction, node, link in links:
         pending = link.pending_bytes
-        c.reply.map(6)
-        for name, value in (("direction", direction), ("node", node.name),
-                            ("create-time", link.ctime), ("events", "rw" if pending else "r"),
-                            ("send-buffer-allocated", pending), ("send-buffer-used", pending)):
-            c.reply.bulk(name)
-            if isinstance(value, int):
-                c.reply.integer(value)
-            else:
-                c.reply.bulk(value)
+        reply_fields(c, (("direction", direction), ("node", node.name),
+                         ("create-time", link.ctime), ("events", "rw" if pending else "r"),
+                         ("send-buffer-allocated", pending), ("send-buffer-used", pending)))
 
 
 def cmd_cluster_keyslot(c, argv):
@@ -275,7 +267,7 @@ def cmd_cluster_countkeysinslot(c, argv):
     slot = parse_int(argv[2])
     if not 0 <= slot < CLUSTER_SLOTS:
         raise CommandError("ERR Invalid slot")
-    c.reply.integer(c.store.count_slot_keys(0, slot))
+    c.reply.integer(c.store.slot_key_counts(0)[slot])
 
 
 def cmd_cluster_getkeysinslot(c, argv):
@@ -283,7 +275,7 @@ def cmd_cluster_getkeysinslot(c, argv):
     slot, count = parse_int(argv[2]), parse_int(argv[3])
     if not 0 <= slot < CLUSTER_SLOTS or count < 0:
         raise CommandError("ERR Invalid slot or number of keys")
-    c.reply.bulk_array(c.store.slot_keys(0, slot, count))
+    c.reply.bulk_array(c.store.keys_in_slots(0, _just(slot), count))
 
 
 def cmd_cluster_count_failure_reports(c, argv):
@@ -414,7 +406,7 @@ def cmd_cluster_setslot(c, argv):
             cluster.importing[slot] = node
         else:
             if (cluster.owner[slot] is cluster.myself and node is not cluster.myself
-                    and c.store.count_slot_keys(0, slot)):
+                    and c.store.slot_key_counts(0)[slot]):
                 raise CommandError(f"ERR Can't assign hashslot {slot} to a different node while I "
                                    "still hold keys for this hash slot.")
             cluster.set_slot_owner(slot, node)

@@ -330,3 +330,14 @@ def reply_help(c, lines):
     c.reply.array(len(lines))
     for line in lines:
         c.reply.simple(line)
+
+
+def reply_fields(c, fields):
+    """A map of (name, value) pairs: integers as integers, anything else as bulk strings."""
+    c.reply.map(len(fields))
+    for name, value in fields:
+        c.reply.bulk(name)
+        if isinstance(value, int):
+            c.reply.integer(value)
+        else:
+            c.reply.bulk(value)

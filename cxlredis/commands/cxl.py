@@ -25,7 +25,7 @@ from ..cluster.slots import key_slot
 from ..errors import CommandError
 from ..leases import SLOT
 from .args import INT64_MAX, parse_int, upper
-from .connection import reply_help
+from .connection import reply_fields, reply_help
 
 CXL_HELP = (
     "CXL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -124,13 +124,7 @@ def cmd_cxl_info(c, argv):
         ("mapping", "refused" if refusal else "allowed"),
         ("mapping-refused-because", refusal.removeprefix("ERR ") if refusal else ""),
     )
-    c.reply.map(len(fields))
-    for name, value in fields:
-        c.reply.bulk(name)
-        if isinstance(value, int):
-            c.reply.integer(value)
-        else:
-            c.reply.bulk(value)
+    reply_fields(c, fields)
 
 
 def _reference(c, key):

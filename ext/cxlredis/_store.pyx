@@ -1206,48 +1206,6 @@ cdef class Keyspace:
             buf_close(&m)
         return out
 
-    def slot_keys(self, int db, unsigned int slot, Py_ssize_t count=-1):
-        """The unexpired keys of db in cluster slot `slot`, at most count of them (all when
-        count < 0): CLUSTER GETKEYSINSLOT and COUNTKEYSINSLOT, and a slot's keys leaving.
-        One pass over the whole index, in C."""
-        cdef Arena a = ks_arena(self)
-        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
-        cdef char* base = a.base
-        cdef uint64_t* bk = CX_BUCKETS(base)
-        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
-        cdef int64_t now = cx_now_ms()
-        cdef cx_entry* e
-        cdef list out = []
-        for b in range(nb):
-            cur = bk[b]
-            while cur:
-                e = CX_E(base, cur)
-                if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
-                        and cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len) == slot):
-                    if count >= 0 and len(out) >= count:
-                        return out
-                    out.append(key_of(e))
-                cur = e.chain_next
-        return out
-
-    def count_slot_keys(self, int db, unsigned int slot):
-        cdef Arena a = ks_arena(self)
-        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
-        cdef char* base = a.base
-        cdef uint64_t* bk = CX_BUCKETS(base)
-        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets, found = 0
-        cdef int64_t now = cx_now_ms()
-        cdef cx_entry* e
-        for b in range(nb):
-            cur = bk[b]
-            while cur:
-                e = CX_E(base, cur)
-                if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
-                        and cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len) == slot):
-                    found += 1
-                cur = e.chain_next
-        return found
-
     def slot_key_counts(self, int db):
         """The number of unexpired keys of db in each of the 16384 cluster slots, in one
         pass over the index (a list)."""
@@ -1269,9 +1227,10 @@ cdef class Keyspace:
                 cur = e.chain_next
         return [counts[i] for i in range(16384)]
 
-    def keys_in_slots(self, int db, const unsigned char[::1] slot_mask):
+    def keys_in_slots(self, int db, const unsigned char[::1] slot_mask, Py_ssize_t count=-1):
         """The unexpired keys of db whose slot has a non-zero byte in slot_mask (16384
-        bytes), in one pass: the keys a node drops with slots another node took."""
+        bytes), at most count of them (all when count < 0): CLUSTER GETKEYSINSLOT, and the
+        keys a node drops with slots another node took. One pass over the index, in C."""
         cdef Arena a = ks_arena(self)
         cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
         cdef char* base = a.base
@@ -1288,6 +1247,8 @@ cdef class Keyspace:
                 e = CX_E(base, cur)
                 if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
                         and slot_mask[cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len)]):
+                    if count >= 0 and len(out) >= count:
+                        return out
                     out.append(key_of(e))
                 cur = e.chain_next
         return out
