@@ -382,11 +382,13 @@ class ServerProcess:
     """A cxlredis or redis-server process in its own temporary directory."""
 
     def __init__(self, kind: str = "cxlredis", options: dict | None = None,
-                 conf: str | os.PathLike | None = None, port: int | None = None):
+                 conf: str | os.PathLike | None = None, port: int | None = None,
+                 env: dict | None = None):
         if kind not in ("cxlredis", "redis"):
             raise ValueError(f"unknown server kind {kind!r}")
         self.kind = kind
         self.options = dict(options or {})
+        self.env = dict(env or {})          # added to this process's environment
         self.conf = conf
         self._fixed_port = port is not None
         self.port = port if port is not None else free_port()
@@ -461,7 +463,7 @@ class ServerProcess:
         return self
 
     def _spawn_and_wait(self, timeout: float) -> None:
-        env = dict(os.environ)
+        env = dict(os.environ, **self.env)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(

@@ -809,15 +809,18 @@ class ClusterState:
 
 
 def _ranges(node):
-    """The node's slots as CLUSTER NODES words ("0-5460", "7"), found with C-speed scans
-    of the bitmap spread to a byte per slot."""
-    slots = b"".join(map(_BYTE_AS_SLOTS.__getitem__, node.bitmap))
-    words, pos = [], slots.find(1)
-    while pos >= 0:
-        stop = slots.find(0, pos)
-        last = (CLUSTER_SLOTS if stop < 0 else stop) - 1
-        words.append(str(pos) if pos == last else f"{pos}-{last}")
-        pos = -1 if stop < 0 else slots.find(1, stop)
+    """The node's slots as CLUSTER NODES words ("0-5460", "7000"), from runs of set bits in
+    its bitmap as one integer (slot s is bit s): every nodes.conf save and CLUSTER NODES
+    formats every node, so a loop over 16384 slots per node made each SETSLOT cost
+    milliseconds per node."""
+    bits, words = int.from_bytes(node.bitmap, "little"), []
+    while bits:
+        start = (bits & -bits).bit_length() - 1
+        # Adding the run's lowest bit carries through the run: the first bit above it is set.
+        above = bits + (1 << start)
+        end = (above & -above).bit_length() - 2
+        words.append(str(start) if start == end else f"{start}-{end}")
+        bits &= ~((1 << (end + 1)) - 1)
     return words
 
 

@@ -29,9 +29,17 @@ is required the same way.
 ``probe_socket(docs) -> str``  the unix socket the readiness probe connects to.
 ``load_config(docs, tmp_path, external=None) -> Config``  that file through the
     server's own loader (``cxlredis.cli.load_config``).
-``ChartServer(conf, options)``  a ServerProcess started from a rendered config,
-    up when ``cxlredis.healthcheck`` answers on its unix socket (so a required
-    password or a TLS-only port is fine).
+``pod_environment(docs, container, pod_name, pod_ip, external=None) -> dict``  a
+    container's env as the kubelet gives it to one pod: the downward API's fields,
+    Secret keys, and $(VAR) references expanded.
+``run_probe(docs, server, kind="readinessProbe")``  the server container's probe
+    command, run here against that server.
+``run_helm_test(docs, tmp_path, port, external=None, replace=None)``  the helm test
+    Pod's script, run here against 127.0.0.1:port; ``replace`` edits its files
+    ({path: (old, new)}).
+``ChartServer(conf, options, env=None)``  a ServerProcess started from a rendered
+    config, up when ``cxlredis.healthcheck`` answers on its unix socket (so a
+    required password or a TLS-only port is fine).
 ``KUBERNETES_VERSION``  the newest Kubernetes that kubernetes-validate knows.
 """
 from __future__ import annotations
@@ -42,6 +50,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -209,11 +218,59 @@ def load_config(docs, tmp_path: Path, external: dict | None = None) -> Config:
     return cli.load_config([str(server_config(docs, tmp_path, external))], environ={})
 
 
+def pod_environment(docs, container: dict, pod_name: str, pod_ip: str,
+                    external: dict | None = None) -> dict:
+    fields = {"metadata.name": pod_name, "metadata.namespace": NAMESPACE, "status.podIP": pod_ip}
+    env = {}
+    for item in container.get("env", []):
+        if "value" in item:
+            # $(NAME) of a variable defined above, $$ for a dollar; anything else stays.
+            env[item["name"]] = re.sub(
+                r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)),
+                item["value"])
+        elif "fieldRef" in item["valueFrom"]:
+            env[item["name"]] = fields[item["valueFrom"]["fieldRef"]["fieldPath"]]
+        else:
+            ref = item["valueFrom"]["secretKeyRef"]
+            env[item["name"]] = _secret_data(docs, ref["name"], external)[ref["key"]].decode()
+    return env
+
+
+def run_probe(docs, server, kind="readinessProbe") -> subprocess.CompletedProcess:
+    command = server_container(docs)[kind]["exec"]["command"]
+    command = [sys.executable if arg == "python" else arg for arg in command]
+    command = [server.unixsocket if arg == probe_socket(docs) else arg for arg in command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30,
+                          env={"PYTHONPATH": str(REPO_ROOT)})
+
+
+def run_helm_test(docs, tmp_path, port, external=None, replace=None) -> subprocess.CompletedProcess:
+    """The helm test Pod's container, run here: its projected volume laid out under
+    tmp_path, its environment with the paths moved there and the server's address."""
+    pod = hook_pod(docs)
+    (container,) = pod["spec"]["containers"]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    directory = tmp_path / "etc-cxlredis-test"
+    for volume in pod["spec"].get("volumes", []):
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+        project(docs, volume, directory, external)
+        env = {name: value.replace(mount["mountPath"] + "/", f"{directory}/")
+               for name, value in env.items()}
+    for path, (old, new) in (replace or {}).items():
+        target = directory / path
+        target.write_text(target.read_text().replace(old, new))
+    env.update(SMOKE_HOST="127.0.0.1", SMOKE_PORT=str(port), PYTHONPATH=str(REPO_ROOT))
+    assert container["command"][0] == "python"
+    return subprocess.run([sys.executable, *container["command"][1:], *container["args"]],
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
 class ChartServer(ServerProcess):
     """cxlredis on a rendered config; up when the chart's probe command would pass."""
 
-    def __init__(self, conf, options=None):
-        super().__init__("cxlredis", options, conf=conf)
+    def __init__(self, conf, options=None, env=None):
+        super().__init__("cxlredis", options, conf=conf, env=env)
 
     def _answers_ping(self) -> bool:
         try:

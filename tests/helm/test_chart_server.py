@@ -16,7 +16,6 @@ import posixpath
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,13 +24,13 @@ import pytest
 import redis
 import yaml
 
-from conftest import REPO_ROOT, free_port
+from conftest import free_port
 from cxlredis.config import ConfigError, Config
 from cxlredis.lmcache_plugin import client_options
 from cxlredis.local import LocalClient
-from helm_helpers import (NAMESPACE, RELEASE, SCENARIOS, CHART, ChartServer, helm, hook_pod,
-                          load_config, node_directory, probe_socket, project, render, server_config,
-                          server_container, values_args)
+from helm_helpers import (NAMESPACE, RELEASE, SCENARIOS, CHART, ChartServer, helm, load_config,
+                          node_directory, render, run_helm_test, run_probe, server_config,
+                          values_args)
 
 MB, GB = 1024**2, 1024**3
 HASHED = hashlib.sha256(b"not in the file").hexdigest()
@@ -94,6 +93,11 @@ EXPECTED = {
     "metrics": {"metrics-port": 9121, "metrics-bind": "0.0.0.0"},
     "existing-secret": {"requirepass": "admin pw"},
     "colocated": {"requirepass": "adminsecret", "unixsocketperm": 0o770},
+    "cluster": {"cluster-enabled": True, "cluster-port": 16379, "cluster-node-timeout": 5000,
+                "cluster-config-file": "/var/lib/cxlredis-arena/nodes.conf",
+                "cluster-require-full-coverage": False, "cluster-allow-reads-when-down": False,
+                "cluster-preferred-endpoint-type": "ip", "cluster-announce-ip": "",
+                "requirepass": 'cluster "pw" \\x'},
 }
 
 
@@ -172,35 +176,6 @@ def start_server(docs, tmp_path, external, node_root) -> ChartServer:
     return server.start()
 
 
-def run_probe(docs, server, kind="readinessProbe") -> subprocess.CompletedProcess:
-    command = server_container(docs)[kind]["exec"]["command"]
-    command = [sys.executable if arg == "python" else arg for arg in command]
-    command = [server.unixsocket if arg == probe_socket(docs) else arg for arg in command]
-    return subprocess.run(command, capture_output=True, text=True, timeout=30,
-                          env={"PYTHONPATH": str(REPO_ROOT)})
-
-
-def run_hook(docs, tmp_path, port, external, replace=None) -> subprocess.CompletedProcess:
-    """The helm test Pod's container, run here: its projected volume laid out under
-    tmp_path, its environment with the paths moved there and the server's address."""
-    pod = hook_pod(docs)
-    (container,) = pod["spec"]["containers"]
-    env = {item["name"]: item["value"] for item in container["env"]}
-    directory = tmp_path / "etc-cxlredis-test"
-    for volume in pod["spec"].get("volumes", []):
-        (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
-        project(docs, volume, directory, external)
-        env = {name: value.replace(mount["mountPath"] + "/", f"{directory}/")
-               for name, value in env.items()}
-    for path, (old, new) in (replace or {}).items():
-        target = directory / path
-        target.write_text(target.read_text().replace(old, new))
-    env.update(SMOKE_HOST="127.0.0.1", SMOKE_PORT=str(port), PYTHONPATH=str(REPO_ROOT))
-    assert container["command"][0] == "python"
-    return subprocess.run([sys.executable, *container["command"][1:], *container["args"]],
-                          capture_output=True, text=True, timeout=60, env=env)
-
-
 @pytest.fixture
 def node_root():
     """Where the stand-ins of node directories go: outside pytest's tmp_path (whose
@@ -225,7 +200,7 @@ def live(tmp_path, external, node_root):
         started.append(server)
         port = server.options.get("tls-port") or server.port
         return SimpleNamespace(docs=docs, server=server, port=port,
-                               hook=lambda **kw: run_hook(docs, tmp_path, port, external, **kw))
+                               hook=lambda **kw: run_helm_test(docs, tmp_path, port, external, **kw))
 
     try:
         yield start

@@ -2,7 +2,8 @@
 SET, GET and DEL a key of the test's own.
 
 Environment: SMOKE_HOST, SMOKE_PORT; SMOKE_USERS_FILE (the users.conf of the
-release, if any); SMOKE_TLS=yes with SMOKE_TLS_CA, SMOKE_TLS_CERT, SMOKE_TLS_KEY.
+release, if any); SMOKE_TLS=yes with SMOKE_TLS_CA, SMOKE_TLS_CERT, SMOKE_TLS_KEY;
+SMOKE_CLUSTER=yes for a Redis Cluster (a cluster client, which follows -MOVED).
 
 A user is tested when it is on and its password is known: a ">password" rule,
 "nopass", or requirepass for the default user (hashed passwords cannot be
@@ -16,6 +17,7 @@ import sys
 
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from cxlredis.config import Config
@@ -110,13 +112,17 @@ def connect(username, password):
         options.update(ssl=True, ssl_ca_certs=os.environ["SMOKE_TLS_CA"],
                        ssl_certfile=os.environ.get("SMOKE_TLS_CERT") or None,
                        ssl_keyfile=os.environ.get("SMOKE_TLS_KEY") or None)
+    if os.environ.get("SMOKE_CLUSTER") == "yes":
+        # It logs in to the nodes as it meets them, so a refused login shows here already.
+        return RedisCluster(**options)
     return redis.Redis(**options)
 
 
 def check(label, username, password, patterns):
     """(problem or None, whether a SET/GET round trip was made); prints what it did."""
-    client = connect(username, password)
+    client = None
     try:
+        client = connect(username, password)
         if client.ping() is not True:
             return "PING did not answer PONG", False
         key, value = test_key(label, patterns), secrets.token_bytes(64)
@@ -134,10 +140,11 @@ def check(label, username, password, patterns):
             return f"GET {key} returned {stored!r}, not what SET stored", False
         print(f"ok   {label}: logged in, PING, SET/GET/DEL {key}")
         return None, True
-    except redis.exceptions.RedisError as error:
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as error:
         return f"{type(error).__name__}: {error}", False
     finally:
-        client.close()
+        if client is not None:
+            client.close()
 
 
 def main():

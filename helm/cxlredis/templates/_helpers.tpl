@@ -74,6 +74,49 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* Cluster mode */}}
+
+{{/* The StatefulSet's pods: the shards in cluster mode, else the independent caches. */}}
+{{- define "cxlredis.replicas" -}}
+{{- if .Values.cluster.enabled -}}
+{{ .Values.cluster.shards | int }}
+{{- else -}}
+{{ .Values.replicaCount | int }}
+{{- end -}}
+{{- end -}}
+
+{{/* The domain of the pods' DNS names, <pod>.<this>. */}}
+{{- define "cxlredis.podDomain" -}}
+{{ include "cxlredis.fullname" . }}-headless.{{ .Release.Namespace }}.svc.{{ .Values.cluster.announce.clusterDomain }}
+{{- end -}}
+
+{{/* nodes.conf, where it lives at least as long as the arena: a node that comes back with
+     its arena must come back as the same node (one with keys cannot join as a new one),
+     while one that keeps nodes.conf and loses its arena rejoins empty, as a cache may.
+     Beside a file arena (a claim or the node's directory); else on the data claim; else
+     beside the shm arena (both last as long as the pod). Huge pages and a device hold no
+     ordinary file: the working directory then. */}}
+{{- define "cxlredis.clusterConfigFile" -}}
+{{- $backing := .Values.arena.backing -}}
+{{- if or (eq $backing "file") (and (eq $backing "shm") (not .Values.persistence.enabled)) -}}
+{{ include "cxlredis.arenaDir" . }}/nodes.conf
+{{- else -}}
+{{ include "cxlredis.dataDir" . }}/nodes.conf
+{{- end -}}
+{{- end -}}
+
+{{/* The default user's password for the cluster hook's redis-cli: a Secret and its key, or
+     nothing when the default user has none. */}}
+{{- define "cxlredis.clusterPasswordRef" -}}
+{{- if .Values.auth.existingSecret -}}
+{{- with .Values.cluster.hook.existingSecretPasswordKey -}}
+{{ toJson (dict "name" $.Values.auth.existingSecret "key" .) }}
+{{- end -}}
+{{- else if .Values.auth.password -}}
+{{ toJson (dict "name" (include "cxlredis.authSecretName" .) "key" "default-password") }}
+{{- end -}}
+{{- end -}}
+
 {{/* Sizes */}}
 
 {{/* A quantity in Mi, Gi or Ti as a number of MiB. */}}
@@ -256,6 +299,15 @@ metrics-bind: metrics.enabled
 audit-log-file: auditLog.enabled
 audit-log-max-size: auditLog.maxSize
 audit-log-max-files: auditLog.maxFiles
+cluster-enabled: cluster.enabled
+cluster-config-file: (beside the arena)
+cluster-port: cluster.busPort
+cluster-node-timeout: cluster.nodeTimeout
+cluster-require-full-coverage: cluster.requireFullCoverage
+cluster-allow-reads-when-down: cluster.allowReadsWhenDown
+cluster-preferred-endpoint-type: cluster.announce.preferredEndpointType
+cluster-announce-ip: (each pod's IP)
+cluster-announce-hostname: (each pod's DNS name)
 {{- end -}}
 
 {{/* Checks that span several values (the schema checks each value alone). */}}
@@ -289,8 +341,19 @@ audit-log-max-files: auditLog.maxFiles
 {{- else if .Values.colocated.enabled -}}
 {{- $onNode = "colocated.hostPath (the node's unix socket and tenant arenas)" -}}
 {{- end -}}
-{{- if and $onNode (gt (int .Values.replicaCount) 1) (ne .Values.podAntiAffinity "hard") (not .Values.affinity) -}}
-{{- fail (printf "%s is one per node: with replicaCount > 1 set podAntiAffinity: hard" $onNode) -}}
+{{- if and $onNode (gt (include "cxlredis.replicas" . | int) 1) (ne .Values.podAntiAffinity "hard") (not .Values.affinity) -}}
+{{- fail (printf "%s is one per node: with %s > 1 set podAntiAffinity: hard" $onNode (ternary "cluster.shards" "replicaCount" .Values.cluster.enabled)) -}}
+{{- end -}}
+{{- if .Values.cluster.enabled -}}
+{{- if .Values.tls.disablePlainPort -}}
+{{- fail "cluster.enabled needs the plain port: the cluster hook's redis-cli connects to it (leave tls.disablePlainPort false)" -}}
+{{- end -}}
+{{- if .Values.colocated.enabled -}}
+{{- fail "cluster.enabled and colocated.enabled: a co-located client maps one node's arena and follows no -MOVED redirect" -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.cluster.hook.existingSecretPasswordKey (not .Values.auth.existingSecret) -}}
+{{- fail "cluster.hook.existingSecretPasswordKey is a key of auth.existingSecret, which is not set" -}}
 {{- end -}}
 {{- $names := list -}}
 {{- range .Values.auth.users -}}
