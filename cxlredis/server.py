@@ -501,9 +501,11 @@ class SlotKeys:
     def __init__(self, store):
         self.store = store
 
-    def counts(self):
-        """Keys per slot, all 16384 slots at once."""
-        return self.store.slot_key_counts(0)
+    def holds(self, slot):
+        """Whether the slot has a key (the walk stops at the first)."""
+        mask = bytearray(16384)
+        mask[slot] = 1
+        return bool(self.store.keys_in_slots(0, mask, 1))
 
     def delete(self, slots):
         mask = bytearray(16384)

@@ -6,10 +6,10 @@ changes all of these.
 No I/O here. links.py gives messages in (`receive`) and carries out what this asks for
 through the Link objects it created (`link.send(data)`, `link.close()`) and the
 `connect(node)` function it is given. The keyspace is reached through `keys`
-(`counts()`: keys per slot; `delete(slots)`: drop the keys of those slots). The server calls `cron()` ten times a
-second and `flush()` after every change it makes; flush saves nodes.conf when the
-view changed and refreshes `serve_here`, the slots this node serves without a
-redirect (which the C fast path reads).
+(`holds(slot)`: whether a slot has keys; `delete(slots)`: drop the keys of those
+slots). The server calls `cron()` ten times a second and `flush()` after every change
+it makes; flush saves nodes.conf when the view changed and refreshes `serve_here`, the
+slots this node serves without a redirect (which the C fast path reads).
 
 A cxlredis node is always a master: replicas and failover are out of scope for a
 cache. It still parses, keeps and gossips about the replicas of a mixed cluster.
@@ -288,7 +288,7 @@ class ClusterState:
 
     def set_slot_owner(self, slot, node):
         """CLUSTER SETSLOT <slot> NODE <node>, once the command's checks passed."""
-        if slot in self.migrating and not self.keys.counts()[slot]:
+        if slot in self.migrating and not self.keys.holds(slot):
             del self.migrating[slot]
         self._add_slot(node, slot)
         if node is self.myself and self.importing.pop(slot, None) is not None:

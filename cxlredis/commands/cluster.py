@@ -406,7 +406,7 @@ def cmd_cluster_setslot(c, argv):
             cluster.importing[slot] = node
         else:
             if (cluster.owner[slot] is cluster.myself and node is not cluster.myself
-                    and c.store.slot_key_counts(0)[slot]):
+                    and c.store.keys_in_slots(0, _just(slot), 1)):
                 raise CommandError(f"ERR Can't assign hashslot {slot} to a different node while I "
                                    "still hold keys for this hash slot.")
             cluster.set_slot_owner(slot, node)

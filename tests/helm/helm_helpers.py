@@ -160,6 +160,16 @@ def rendered_config(docs) -> str:
     return one(docs, "ConfigMap", FULLNAME)["data"]["cxlredis.conf"]
 
 
+def config_lines(docs) -> dict:
+    """cxlredis.conf as {option: argument text} (the loader tests check the semantics)."""
+    lines = {}
+    for line in rendered_config(docs).splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, rest = line.partition(" ")
+            lines[name] = rest
+    return lines
+
+
 def users_conf(docs) -> str:
     return base64.b64decode(one(docs, "Secret", f"{FULLNAME}-auth")["data"]["users.conf"]).decode()
 

@@ -22,25 +22,16 @@ from redis.cluster import RedisCluster
 
 from conftest import free_port
 from cxlredis.config import Config
-from helm_helpers import (CHART, FULLNAME, NAMESPACE, RELEASE, ChartServer, helm, kinds, one,
-                          hook_pod, pod_environment, render, render_error, rendered_config,
-                          run_helm_test, run_probe, server_config, server_container,
-                          server_pod_spec, SCENARIOS, users_conf)
+from helm_helpers import (CHART, FULLNAME, NAMESPACE, RELEASE, SCENARIOS, ChartServer,
+                          config_lines, helm, hook_pod, kinds, one, pod_environment, render,
+                          render_error, run_helm_test, run_probe, server_config, server_container,
+                          server_pod_spec, users_conf)
 
 DOMAIN = f"{FULLNAME}-headless.{NAMESPACE}.svc.cluster.local"
 JOB = f"{FULLNAME}-cluster"
 PASSWORD = 'cluster "pw" \\x'           # ci/cluster-values.yaml's auth.password
 SELECTOR = {"app.kubernetes.io/name": "cxlredis", "app.kubernetes.io/instance": RELEASE}
 SCRIPT = (CHART / "files" / "form-cluster.sh").read_text()
-
-
-def config_lines(docs) -> dict:
-    lines = {}
-    for line in rendered_config(docs).splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, _, rest = line.partition(" ")
-            lines[name] = rest
-    return lines
 
 
 def job_container(docs) -> dict:

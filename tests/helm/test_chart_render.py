@@ -16,8 +16,8 @@ from conftest import REPO_ROOT
 from cxlredis.config import parse_memory
 from cxlredis.tenant_arenas import size_for
 from helm_helpers import (CHART, FULLNAME, KUBERNETES_VERSION, NAMESPACE, RELEASE, SCENARIOS,
-                          helm, hook_pod, kinds, one, probe_socket, render, render_error,
-                          load_config, rendered_config, require_validator, server_container,
+                          config_lines, helm, hook_pod, kinds, load_config, one, probe_socket,
+                          render, render_error, require_validator, server_container,
                           server_pod_spec, users_conf, values_args)
 
 # Custom resources whose schemas kubernetes-validate does not ship (checked by hand below).
@@ -25,16 +25,6 @@ CUSTOM_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 SELECTOR = {"app.kubernetes.io/name": "cxlredis", "app.kubernetes.io/instance": RELEASE}
 PROBE_COMMAND = ["python", "-m", "cxlredis.healthcheck", "--unixsocket"]
 MiB = 1 << 20
-
-
-def config_lines(docs) -> dict:
-    """cxlredis.conf as {option: argument text} (the loader tests check the semantics)."""
-    lines = {}
-    for line in rendered_config(docs).splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, _, rest = line.partition(" ")
-            lines[name] = rest
-    return lines
 
 
 def mounts(container) -> dict:

@@ -11,9 +11,8 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from conftest import ServerProcess, free_port
+from test_backing import run_until_exit
 
 MIB = 1 << 20
 
@@ -24,17 +23,10 @@ def shard(path, offset, size="64mb", **options):
                                       **options})
 
 
-def refused_start(*args, grace=20.0):
+def refused_start(*args):
     """The one Fatal line of a cxlredis started with `args`, which must exit with 1 by itself."""
-    proc = subprocess.Popen([sys.executable, "-m", "cxlredis", "--port", str(free_port()), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        _, stderr = proc.communicate(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail(f"cxlredis {args} started instead of refusing")
-    assert proc.returncode == 1 and "Traceback" not in stderr, stderr
+    code, stderr = run_until_exit(*args)
+    assert code == 1 and "Traceback" not in stderr, stderr
     fatal = [line for line in stderr.splitlines() if "Fatal:" in line]
     assert len(fatal) == 1, stderr
     return fatal[0]
