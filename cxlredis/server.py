@@ -501,12 +501,6 @@ class SlotKeys:
     def __init__(self, store):
         self.store = store
 
-    def holds(self, slot):
-        """Whether the slot has a key (the walk stops at the first)."""
-        mask = bytearray(16384)
-        mask[slot] = 1
-        return bool(self.store.keys_in_slots(0, mask, 1))
-
     def delete(self, slots):
         mask = bytearray(16384)
         for slot in slots:

@@ -6,8 +6,7 @@ changes all of these.
 No I/O here. links.py gives messages in (`receive`) and carries out what this asks for
 through the Link objects it created (`link.send(data)`, `link.close()`) and the
 `connect(node)` function it is given. The keyspace is reached through `keys`
-(`holds(slot)`: whether a slot has keys; `delete(slots)`: drop the keys of those
-slots). The server calls `cron()` ten times a second and `flush()` after every change
+(`delete(slots)`: drop the keys of slots another node took). The server calls `cron()` ten times a second and `flush()` after every change
 it makes; flush saves nodes.conf when the view changed and refreshes `serve_here`, the
 slots this node serves without a redirect (which the C fast path reads).
 
@@ -286,9 +285,10 @@ class ClusterState:
         for slot in self.importing:
             mine[slot] = 0
 
-    def set_slot_owner(self, slot, node):
-        """CLUSTER SETSLOT <slot> NODE <node>, once the command's checks passed."""
-        if slot in self.migrating and not self.keys.holds(slot):
+    def set_slot_owner(self, slot, node, holds_keys):
+        """CLUSTER SETSLOT <slot> NODE <node>, once the command's checks passed (holds_keys:
+        whether this node has keys in the slot, which only a slot migrating from here needs)."""
+        if slot in self.migrating and not holds_keys:
             del self.migrating[slot]
         self._add_slot(node, slot)
         if node is self.myself and self.importing.pop(slot, None) is not None:

@@ -405,11 +405,13 @@ def cmd_cluster_setslot(c, argv):
         elif action == "IMPORTING":
             cluster.importing[slot] = node
         else:
-            if (cluster.owner[slot] is cluster.myself and node is not cluster.myself
-                    and c.store.keys_in_slots(0, _just(slot), 1)):
+            # one walk of the index says whether the slot still has keys here
+            mine = cluster.owner[slot] is cluster.myself or slot in cluster.migrating
+            holds_keys = mine and bool(c.store.keys_in_slots(0, _just(slot), 1))
+            if cluster.owner[slot] is cluster.myself and node is not cluster.myself and holds_keys:
                 raise CommandError(f"ERR Can't assign hashslot {slot} to a different node while I "
                                    "still hold keys for this hash slot.")
-            cluster.set_slot_owner(slot, node)
+            cluster.set_slot_owner(slot, node, holds_keys)
     elif action == "STABLE" and len(argv) == 4:
         cluster.migrating.pop(slot, None)
         cluster.importing.pop(slot, None)
