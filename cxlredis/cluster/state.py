@@ -13,7 +13,6 @@ slots this node serves without a redirect (which the C fast path reads).
 A cxlredis node is always a master: replicas and failover are out of scope for a
 cache. It still parses, keeps and gossips about the replicas of a mixed cluster.
 """
-import os
 import random
 import secrets
 import time
@@ -86,9 +85,6 @@ class Node:
     @property
     def failing(self):
         return bool(self.flags & _FAILING)
-
-    def owns(self, slot):
-        return bool(self.bitmap[slot >> 3] & (1 << (slot & 7)))
 
     def flag_words(self):
         return ",".join(word for flag, word in FLAG_NAMES if self.flags & flag) or "noflags"
@@ -822,7 +818,3 @@ def _ranges(node):
         words.append(str(start) if start == end else f"{start}-{end}")
         bits &= ~((1 << (end + 1)) - 1)
     return words
-
-
-def default_config_path(config):
-    return os.path.join(config["dir"], config["cluster-config-file"])
