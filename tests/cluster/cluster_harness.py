@@ -5,7 +5,11 @@ formed by redis-cli --cluster create as an operator would.
     form(nodes)             # redis-cli --cluster create, then wait until all agree
     wait_for(lambda: ..., what="...")
     close_all(nodes)
+
+    with formed([cluster_node("cxlredis") for _ in range(3)]) as nodes:   # both at once
+        ...
 """
+import contextlib
 import subprocess
 import time
 
@@ -97,3 +101,13 @@ def node_id(node):
 def close_all(nodes):
     for node in nodes:
         node.close()
+
+
+@contextlib.contextmanager
+def formed(nodes):
+    """The nodes formed into one cluster for the block, and stopped after it."""
+    try:
+        form(nodes)
+        yield nodes
+    finally:
+        close_all(nodes)

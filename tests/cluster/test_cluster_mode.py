@@ -9,7 +9,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from conftest import raw_connection
-from cluster_harness import (address, close_all, cluster_info, cluster_node, form, node_id,
+from cluster_harness import (address, close_all, cluster_info, cluster_node, form, formed, node_id,
                              redis_cli, slot_view, wait_for, wait_until_stable)
 from cxlredis.cluster import bus
 from cxlredis.cluster.slots import key_slot
@@ -17,12 +17,8 @@ from cxlredis.cluster.slots import key_slot
 
 @pytest.fixture(scope="module")
 def trio():
-    nodes = [cluster_node("cxlredis") for _ in range(3)]
-    try:
-        form(nodes)
+    with formed([cluster_node("cxlredis") for _ in range(3)]) as nodes:
         yield nodes
-    finally:
-        close_all(nodes)
 
 
 def test_redis_cli_forms_and_checks_a_cxlredis_cluster(trio):
@@ -108,11 +104,8 @@ def test_exec_with_a_key_of_another_node_is_refused_whole(trio):
 def mixed():
     nodes = [cluster_node("redis"), cluster_node("cxlredis", cluster_announce_hostname="cx1"),
              cluster_node("redis"), cluster_node("cxlredis")]
-    try:
-        form(nodes)
+    with formed(nodes):
         yield nodes
-    finally:
-        close_all(nodes)
 
 
 def test_a_mixed_cluster_agrees_on_the_slots(mixed):

@@ -12,8 +12,7 @@ import pytest
 import redis
 from redis.exceptions import AskError, MovedError
 
-from cluster_harness import (address, close_all, cluster_node, form, node_id, wait_for,
-                             wait_until_stable)
+from cluster_harness import address, cluster_node, formed, node_id, wait_for, wait_until_stable
 from cxlredis.cluster.slots import key_slot
 from cxlredis.local import ClusterLocalClient, LocalClient
 
@@ -28,11 +27,8 @@ def shards():
     # leases of a minute: a reservation must outlast the slot moves a test makes under it
     nodes = [cluster_node("cxlredis", arena_size="320mb", user=USER, cxl_lease_ms=60000,
                           cxl_lease_max_bytes="160mb") for _ in range(3)]
-    try:
-        form(nodes)
+    with formed(nodes):
         yield nodes
-    finally:
-        close_all(nodes)
 
 
 def connect(shards, transport, **options):

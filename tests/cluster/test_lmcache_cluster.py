@@ -8,7 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lmcache"))
 from lmcache_driver import SMALL_CHUNK, LMCacheConnector, missing_requirements  # noqa: E402
 
-from cluster_harness import close_all, cluster_node, form  # noqa: E402
+from cluster_harness import cluster_node, formed  # noqa: E402
 
 _missing = missing_requirements()
 if _missing:
@@ -17,12 +17,8 @@ if _missing:
 
 @pytest.fixture(scope="module")
 def shards():
-    nodes = [cluster_node("cxlredis", arena_size="256mb") for _ in range(3)]
-    try:
-        form(nodes)
+    with formed([cluster_node("cxlredis", arena_size="256mb") for _ in range(3)]) as nodes:
         yield nodes
-    finally:
-        close_all(nodes)
 
 
 @pytest.fixture(scope="module")
