@@ -36,6 +36,11 @@ _FAILING = bus.NODE_PFAIL | bus.NODE_FAIL
 _BYTE_AS_SLOTS = [bytes((byte >> bit) & 1 for bit in range(8)) for byte in range(256)]
 
 
+def _next_epoch(epoch):
+    """Epochs are uint64 on the wire and wrap as Redis's do (a peer may announce 2**64-1)."""
+    return (epoch + 1) & 0xFFFFFFFFFFFFFFFF
+
+
 def now_ms():
     return int(time.time() * 1000)
 
@@ -299,7 +304,7 @@ class ClusterState:
         greatest = max(self.current_epoch, *(n.config_epoch for n in self.nodes.values()))
         if me.config_epoch != 0 and me.config_epoch == greatest:
             return False
-        self.current_epoch += 1
+        self.current_epoch = _next_epoch(self.current_epoch)
         me.config_epoch = self.current_epoch
         self.changed()
         return True
@@ -550,7 +555,7 @@ class ClusterState:
         me = self.myself
         if sender.is_master and msg.config_epoch == me.config_epoch and sender_name > me.name:
             # Two masters with one config epoch: the one with the smaller name moves on.
-            self.current_epoch += 1
+            self.current_epoch = _next_epoch(self.current_epoch)
             me.config_epoch = self.current_epoch
             self.changed()
         hostname = (msg.hostname() or b"").decode("latin-1")

@@ -188,3 +188,45 @@ def test_every_type_round_trips():
         assert bus.message_length(raw[:8]) == len(raw)
     assert bus.bitmap_slots(bus.slot_bitmap([0, 5, 16383])) == [0, 5, 16383]
     assert bus.HEADER_LEN == 2256 and bus.GOSSIP.size == 104 and bus.UPDATE_BODY.size == 2096
+
+
+class MaxEpochPeer(BusPeer):
+    """A peer whose every message announces the greatest epoch a uint64 holds."""
+
+    def message(self, msg_type):
+        msg = super().message(msg_type)
+        msg.current_epoch = msg.config_epoch = 2**64 - 1
+        return msg
+
+
+@pytest.mark.parametrize("kind", ["redis", "cxlredis"])
+def test_an_epoch_at_the_uint64_limit_wraps_as_in_redis(kind):
+    cport = free_port()
+    options = {"cluster-enabled": "yes", "cluster-config-file": "nodes.conf",
+               "cluster-port": cport, "cluster-node-timeout": NODE_TIMEOUT_MS}
+    if kind == "cxlredis":
+        options["tenants-file"] = ""
+    server = ServerProcess(kind, options).start()
+    peer = MaxEpochPeer()
+    try:
+        peer.meet(cport)
+        client = server.client()
+
+        def current_epoch():
+            info = client.execute_command("CLUSTER", "INFO").decode()
+            return int(info.split("cluster_current_epoch:")[1].split()[0])
+        deadline = time.time() + 10
+        while current_epoch() != 2**64 - 1 and time.time() < deadline:
+            time.sleep(0.05)
+        assert current_epoch() == 2**64 - 1
+        # the node's own epoch is below the greatest known: it bumps, and the uint64 wraps
+        assert client.execute_command("CLUSTER", "BUMPEPOCH") == b"BUMPED 0"
+        seen = len(peer.received)
+        deadline = time.time() + 5
+        while len(peer.received) <= seen + 2 and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(peer.received) > seen + 2 and not peer.errors    # it still talks to us
+        assert client.ping()
+    finally:
+        peer.close()
+        server.close()
