@@ -14,6 +14,7 @@ A cxlredis node is always a master: replicas and failover are out of scope for a
 cache. It still parses, keeps and gossips about the replicas of a mixed cluster.
 """
 import random
+import re
 import secrets
 import time
 
@@ -34,6 +35,10 @@ _FLAG_BY_NAME = {name: flag for flag, name in FLAG_NAMES}
 _FAILING = bus.NODE_PFAIL | bus.NODE_FAIL
 # A byte of a slot bitmap (least significant bit first) as one byte per slot.
 _BYTE_AS_SLOTS = [bytes((byte >> bit) & 1 for bit in range(8)) for byte in range(256)]
+
+
+# What cluster-announce-hostname accepts (config.Hostname), checked again on the wire.
+_HOSTNAME = re.compile(r"[A-Za-z0-9.-]{0,255}")
 
 
 def _next_epoch(epoch):
@@ -559,6 +564,10 @@ class ClusterState:
             me.config_epoch = self.current_epoch
             self.changed()
         hostname = (msg.hostname() or b"").decode("latin-1")
+        if not _HOSTNAME.fullmatch(hostname):
+            # It goes into CLUSTER NODES and nodes.conf as a word: a space or a newline
+            # from a peer would corrupt both (and this node's next start).
+            hostname = ""
         if sender.hostname != hostname:
             sender.hostname = hostname
             self.changed()

@@ -230,3 +230,36 @@ def test_an_epoch_at_the_uint64_limit_wraps_as_in_redis(kind):
     finally:
         peer.close()
         server.close()
+
+
+class BadHostnamePeer(BusPeer):
+    """A member announcing a hostname with a space and a newline in it."""
+
+    def message(self, msg_type):
+        msg = super().message(msg_type)
+        msg.extensions = [bus.hostname_extension(b"evil host\nvars currentEpoch 9")]
+        return msg
+
+
+def test_a_hostname_that_is_not_one_word_is_not_taken_into_nodes_conf():
+    cport = free_port()
+    server = ServerProcess("cxlredis", {"cluster-enabled": "yes", "cluster-config-file": "nodes.conf",
+                                        "cluster-port": cport, "cluster-node-timeout": NODE_TIMEOUT_MS,
+                                        "tenants-file": ""}).start()
+    peer = BadHostnamePeer()
+    try:
+        peer.meet(cport)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            lines = server.client().execute_command("CLUSTER", "NODES").decode().splitlines()
+            if any(line.startswith(peer.name.decode()) for line in lines):
+                break
+            time.sleep(0.05)
+        peer_line = node_line(server, peer.name)
+        assert peer_line.split()[1].endswith(f"@{peer.cport}")        # met, without a hostname
+        assert "evil" not in (server.dir / "nodes.conf").read_text()
+        server.restart()                                              # nodes.conf still loads
+        assert server.client().ping()
+    finally:
+        peer.close()
+        server.close()
