@@ -13,6 +13,7 @@ slots this node serves without a redirect (which the C fast path reads).
 A cxlredis node is always a master: replicas and failover are out of scope for a
 cache. It still parses, keeps and gossips about the replicas of a mixed cluster.
 """
+import ipaddress
 import random
 import re
 import secrets
@@ -57,6 +58,15 @@ def new_node_name():
 def _name(raw):
     """A node name off the wire: 40 bytes, kept as text (any byte survives latin-1)."""
     return bytes(raw).decode("latin-1")
+
+
+def _ip(raw):
+    """An address off the wire, "" unless it is an IPv4 or IPv6 address: it is dialled, and
+    written into CLUSTER NODES and nodes.conf as part of a word."""
+    try:
+        return str(ipaddress.ip_address(bytes(raw).decode("ascii")))
+    except (UnicodeDecodeError, ValueError):
+        return ""
 
 
 def valid_name(name):
@@ -465,7 +475,7 @@ class ClusterState:
                 self.learn_my_ip(link.local_ip)
             if sender is None and kind == bus.MEET:
                 node = Node(new_node_name(), bus.NODE_HANDSHAKE, now)
-                node.ip = msg.myip.decode("latin-1") or link.peer_ip
+                node.ip = _ip(msg.myip) or link.peer_ip
                 node.port, node.cport, node.pport = msg.port, msg.cport, msg.pport
                 self.add_node(node)
                 self._gossip(msg, None, now)
@@ -583,7 +593,7 @@ class ClusterState:
         """The address a node's messages come from, when it moved. True when it changed."""
         if link is node.link or node is self.myself:
             return False
-        ip = msg.myip.decode("latin-1") or link.peer_ip
+        ip = _ip(msg.myip) or link.peer_ip
         if (node.ip, node.port, node.cport, node.pport) == (ip, msg.port, msg.cport, msg.pport):
             return False
         node.ip, node.port, node.cport, node.pport = ip, msg.port, msg.cport, msg.pport
@@ -619,12 +629,13 @@ class ClusterState:
             name = _name(entry.name)
             node = self.nodes.get(name)
             flags = entry.flags
+            ip = _ip(entry.ip)
             if node is None:
                 if (sender is not None and not flags & bus.NODE_NOADDR and valid_name(name)
-                        and not self.blacklisted(name)):
+                        and ip and not self.blacklisted(name)):
                     node = Node(name, flags & (bus.NODE_MASTER | bus.NODE_SLAVE
                                                | bus.NODE_NOFAILOVER), now)
-                    node.ip = entry.ip.decode("latin-1")
+                    node.ip = ip
                     node.port, node.cport, node.pport = entry.port, entry.cport, entry.pport
                     self.add_node(node)
                 continue
@@ -638,8 +649,7 @@ class ClusterState:
                 pong = entry.pong_received * 1000
                 if node.pong_received < pong <= now + 500:
                     node.pong_received = pong
-            ip = entry.ip.decode("latin-1")
-            if (node.failing and not flags & bus.NODE_NOADDR and node.link is None
+            if (ip and node.failing and not flags & bus.NODE_NOADDR and node.link is None
                     and (node.ip, node.port, node.cport) != (ip, entry.port, entry.cport)):
                 node.ip, node.port, node.cport, node.pport = ip, entry.port, entry.cport, entry.pport
                 node.flags &= ~bus.NODE_NOADDR

@@ -232,16 +232,21 @@ def test_an_epoch_at_the_uint64_limit_wraps_as_in_redis(kind):
         server.close()
 
 
+GOSSIPED = b"ab" * 20
+
+
 class BadHostnamePeer(BusPeer):
-    """A member announcing a hostname with a space and a newline in it."""
+    """A member announcing a hostname with a space and a newline in it, and gossiping
+    about a node at an address that is no address."""
 
     def message(self, msg_type):
         msg = super().message(msg_type)
         msg.extensions = [bus.hostname_extension(b"evil host\nvars currentEpoch 9")]
+        msg.gossip = [bus.Gossip(GOSSIPED, 0, 0, b"1.2.3.4 x\nvars", 7000, 17000, bus.NODE_MASTER)]
         return msg
 
 
-def test_a_hostname_that_is_not_one_word_is_not_taken_into_nodes_conf():
+def test_a_hostname_or_address_that_is_not_one_word_is_not_taken_into_nodes_conf():
     cport = free_port()
     server = ServerProcess("cxlredis", {"cluster-enabled": "yes", "cluster-config-file": "nodes.conf",
                                         "cluster-port": cport, "cluster-node-timeout": NODE_TIMEOUT_MS,
@@ -257,7 +262,9 @@ def test_a_hostname_that_is_not_one_word_is_not_taken_into_nodes_conf():
             time.sleep(0.05)
         peer_line = node_line(server, peer.name)
         assert peer_line.split()[1].endswith(f"@{peer.cport}")        # met, without a hostname
-        assert "evil" not in (server.dir / "nodes.conf").read_text()
+        conf = (server.dir / "nodes.conf").read_text()
+        assert "evil" not in conf and "1.2.3.4" not in conf
+        assert GOSSIPED.decode() not in server.client().execute_command("CLUSTER", "NODES").decode()
         server.restart()                                              # nodes.conf still loads
         assert server.client().ping()
     finally:
