@@ -33,7 +33,10 @@ class CallContext:
 
     store is the keyspace of the session's tenant: DESIGN.md's promise that a command
     cannot reach another tenant's keys holds because this is the only store a handler
-    has (tenants.Tenants.bind sets it; services never hand out another)."""
+    has (tenants.Tenants.bind sets it; services never hand out another). The one
+    exception is a cluster slot, which moves whole: an administrator's slot commands
+    (COUNTKEYSINSLOT, GETKEYSINSLOT, MIGRATE of a migrating slot, RESTORE-ASKING TENANT)
+    reach every tenant's keys of it through slot_keys.SlotKeys."""
 
     __slots__ = ("services", "reply", "store", "id", "name", "lib_name", "lib_ver", "addr",
                  "laddr", "unix", "local", "created", "db", "protocol", "multi", "multi_dirty",

@@ -32,6 +32,7 @@ from .leases import Leases
 from .metrics import LATENCY_BUCKETS, human_bytes
 from .prometheus import Exporter
 from .monitoring import Monitoring
+from .slot_keys import SlotKeys
 from .tenants import Tenants
 from .tls import LISTEN_FAILED, TLSListeners, listen_failure
 
@@ -152,7 +153,10 @@ class Server:
                              "already used by a different Redis Cluster node. Please make sure that "
                              "different nodes use different cluster configuration files.") from None
         self._note_new_file(path)
-        state = ClusterState(cfg, SlotKeys(self.store), self.bus.connect, path)
+        # every key by slot from now on, not from the first slot command (a walk of the index)
+        for arena in self.arenas():
+            arena.index_slots()
+        state = ClusterState(cfg, SlotKeys(self.tenants), self.bus.connect, path)
         try:
             state.load()
         except (NodesConfError, OSError) as e:
@@ -492,21 +496,6 @@ class Server:
     @property
     def version(self):
         return REDIS_COMPAT_VERSION
-
-
-class SlotKeys:
-    """The keys of cluster slots, for the cluster state: db 0 of the server's keyspace
-    (a cluster has only db 0). Each call is one pass over the index, in C."""
-
-    def __init__(self, store):
-        self.store = store
-
-    def delete(self, slots):
-        mask = bytearray(16384)
-        for slot in slots:
-            mask[slot] = 1
-        for key in self.store.keys_in_slots(0, mask):
-            self.store.delete(0, key)
 
 
 def bind_tcp(hosts, port, backlog):

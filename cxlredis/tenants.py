@@ -410,6 +410,8 @@ class TenantKeyspace:
     flushall = _own("flushall")
     scan = _own("scan")
     keys = _own("keys")
+    count_keys_in_slot = _own("count_keys_in_slot")
+    keys_in_slot = _own("keys_in_slot")
     random_key = _own("random_key")
     add_command = _own("add_command")
     add_bytes_in = _own("add_bytes_in")
@@ -655,6 +657,16 @@ class Tenants:
     def own_arena(self, name):
         """The arena of tenant `name` if it has one of its own, else None."""
         return self.arenas.by_name.get(name)
+
+    def own_keyspaces(self):
+        """(tenant name, None for the default one; its own keyspace) of every tenant with
+        keys here, users or not: the server arena's, the default one first, then those
+        with an arena of their own. Only for what moves or drops a cluster slot's keys
+        (slot_keys.py): no connection is ever bound to another tenant's keyspace."""
+        found = [(None, self.arena)]
+        found += [(stats["name"], self.arena.namespace(stats["id"])) for stats in self.arena.tenants()[1:]]
+        found += list(self.arenas.by_name.items())
+        return found
 
     # -- meters, for a tenant of either kind
 

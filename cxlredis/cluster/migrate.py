@@ -42,19 +42,25 @@ def resp_command(*args):
     return b"".join(parts)
 
 
-def restore_command(key, ttl_ms, head, body, footer, replace, by_reference_from, asking):
+def restore_command(key, ttl_ms, head, body, footer, replace, by_reference_from, asking, tenant=None):
     """The buffers of one RESTORE (RESTORE-ASKING if asking: a cluster node sends that, so
-    the target takes it into a slot it is importing) key ttl payload [REPLACE], the payload
-    given as its parts; a body of by_reference_from bytes or more stays a buffer of its own
-    (an arena view: sent as it is), anything smaller is joined with the framing."""
+    the target takes it into a slot it is importing) key ttl payload [REPLACE] [TENANT
+    name], the payload given as its parts; a body of by_reference_from bytes or more stays
+    a buffer of its own (an arena view: sent as it is), anything smaller is joined with
+    the framing. TENANT (RESTORE-ASKING between cxlredis nodes) names the tenant whose key
+    it is."""
     name = b"RESTORE-ASKING" if asking else b"RESTORE"
-    framing = bytearray(b"*%d\r\n$%d\r\n%s\r\n$%d\r\n" % (5 if replace else 4, len(name), name,
-                                                          len(key)))
+    options = b"$7\r\nREPLACE\r\n" if replace else b""
+    if tenant is not None:
+        tenant = tenant.encode("latin-1")
+        options += b"$6\r\nTENANT\r\n$%d\r\n%s\r\n" % (len(tenant), tenant)
+    framing = bytearray(b"*%d\r\n$%d\r\n%s\r\n$%d\r\n" % (4 + replace + 2 * (tenant is not None),
+                                                          len(name), name, len(key)))
     framing += key
     ttl = b"%d" % ttl_ms
     framing += b"\r\n$%d\r\n%s\r\n$%d\r\n" % (len(ttl), ttl, len(head) + len(body) + len(footer))
     framing += head
-    tail = footer + b"\r\n" + (b"$7\r\nREPLACE\r\n" if replace else b"")
+    tail = footer + b"\r\n" + options
     if len(body) >= by_reference_from:
         return [framing, body, tail]
     framing += body

@@ -101,11 +101,10 @@ def _quoted(arg):
     return bytes(arg).partition(b"\0")[0].decode("utf-8", "surrogateescape")
 
 
-def _just(slot):
-    """A slot mask (Keyspace.keys_in_slots) of one slot."""
-    mask = bytearray(CLUSTER_SLOTS)
-    mask[slot] = 1
-    return mask
+def _sees_every_tenant(c):
+    """Whether the caller's slot commands see every tenant's keys: an administrator's do,
+    as a slot moves whole (slot_keys.py); a tenant's users see their own."""
+    return c.tenant is None
 
 
 def _node(cluster, arg, error):
@@ -263,19 +262,25 @@ def cmd_cluster_keyslot(c, argv):
 
 
 def cmd_cluster_countkeysinslot(c, argv):
-    _cluster(c)
+    cluster = _cluster(c)
     slot = parse_int(argv[2])
     if not 0 <= slot < CLUSTER_SLOTS:
         raise CommandError("ERR Invalid slot")
-    c.reply.integer(c.store.slot_key_counts(0)[slot])
+    if _sees_every_tenant(c):
+        c.reply.integer(cluster.keys.count(slot))
+    else:
+        c.reply.integer(c.store.count_keys_in_slot(0, slot))
 
 
 def cmd_cluster_getkeysinslot(c, argv):
-    _cluster(c)
+    cluster = _cluster(c)
     slot, count = parse_int(argv[2]), parse_int(argv[3])
     if not 0 <= slot < CLUSTER_SLOTS or count < 0:
         raise CommandError("ERR Invalid slot or number of keys")
-    c.reply.bulk_array(c.store.keys_in_slots(0, _just(slot), count))
+    if _sees_every_tenant(c):
+        c.reply.bulk_array(cluster.keys.names(slot, count))
+    else:
+        c.reply.bulk_array(c.store.keys_in_slot(0, slot, count))
 
 
 def cmd_cluster_count_failure_reports(c, argv):
@@ -377,7 +382,7 @@ def cmd_cluster_delslotsrange(c, argv):
 
 def cmd_cluster_flushslots(c, argv):
     cluster = _cluster(c)
-    if c.store.dbsize(0):
+    if cluster.keys.any():
         raise CommandError("ERR DB must be empty to perform CLUSTER FLUSHSLOTS.")
     cluster.del_slots([s for s in range(CLUSTER_SLOTS) if cluster.owner[s] is cluster.myself])
     _done(c, cluster)
@@ -405,9 +410,9 @@ def cmd_cluster_setslot(c, argv):
         elif action == "IMPORTING":
             cluster.importing[slot] = node
         else:
-            # one walk of the index says whether the slot still has keys here
+            # any tenant's key counts: the slot moves whole
             mine = cluster.owner[slot] is cluster.myself or slot in cluster.migrating
-            holds_keys = mine and bool(c.store.keys_in_slots(0, _just(slot), 1))
+            holds_keys = mine and cluster.keys.any_in(slot)
             if cluster.owner[slot] is cluster.myself and node is not cluster.myself and holds_keys:
                 raise CommandError(f"ERR Can't assign hashslot {slot} to a different node while I "
                                    "still hold keys for this hash slot.")
@@ -471,7 +476,7 @@ def cmd_cluster_replicate(c, argv):
         raise CommandError("ERR Can't replicate myself")
     if not node.is_master:
         raise CommandError("ERR I can only replicate a master, not a replica.")
-    if cluster.myself.numslots or c.store.dbsize(0):
+    if cluster.myself.numslots or cluster.keys.any():
         raise CommandError("ERR To set a master the node must be empty and without assigned slots.")
     # Redis's checks come first, so a client learns the same; becoming a replica is what
     # a cxlredis node never does (cluster/state.py).
@@ -485,7 +490,7 @@ def cmd_cluster_reset(c, argv):
     mode = upper(argv[2]) if len(argv) == 3 else "SOFT"
     if mode not in ("HARD", "SOFT"):
         raise CommandError(errors.SYNTAX)
-    if c.store.dbsize(0):
+    if cluster.keys.any():
         raise CommandError("ERR CLUSTER RESET can't be called with master nodes containing keys")
     cluster.reset(hard=mode == "HARD")
     _done(c, cluster)

@@ -12,6 +12,7 @@ from .. import errors
 from .._store import TYPE_HASH, TYPE_STRING, now_ms
 from ..cluster import dump
 from ..cluster.migrate import restore_command
+from ..cluster.slots import key_slot
 from ..errors import CommandError
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
 from .hashes import decode as decode_hash, encode as encode_hash
@@ -68,11 +69,13 @@ def lru_idle_seconds(idle, now):
     return clock - lru if clock >= lru else clock + (LRU_CLOCK_MAX - lru)
 
 
-def _restore_options(argv):
-    """(replace, absttl, idle seconds or -1, frequency or -1): Redis's option loop, which
-    takes IDLETIME and FREQ only while the other is absent."""
+def _restore_options(argv, tenant_option):
+    """(replace, absttl, idle seconds or -1, frequency or -1, tenant name or None):
+    Redis's option loop, which takes IDLETIME and FREQ only while the other is absent;
+    TENANT only if tenant_option (RESTORE-ASKING: a slot's keys moving, slot_keys.py)."""
     replace = absttl = False
     idle = freq = -1
+    tenant = None
     i, n = 4, len(argv)
     while i < n:
         option = upper(argv[i])
@@ -91,16 +94,42 @@ def _restore_options(argv):
             if not 0 <= freq <= 255:
                 raise CommandError(INVALID_FREQ)
             i += 1
+        elif option == "TENANT" and more and tenant_option:
+            tenant = bytes(argv[i + 1]).decode("latin-1")
+            i += 1
         else:
             raise CommandError(errors.SYNTAX)
         i += 1
-    return replace, absttl, idle, freq
+    return replace, absttl, idle, freq, tenant
+
+
+def _tenant_keyspace(c, tenant):
+    """The keyspace RESTORE-ASKING ... TENANT name restores into: that tenant's own,
+    for an administrator only (it is how a slot's keys of every tenant move)."""
+    if c.tenant is not None:
+        raise CommandError(f"ERR RESTORE-ASKING TENANT is for administrators: this connection "
+                           f"belongs to tenant '{c.tenant}'")
+    keyspace = dict(c.services.tenants.own_keyspaces()).get(tenant)
+    if keyspace is None:
+        raise CommandError(f"ERR no such tenant '{tenant}'")
+    return keyspace
 
 
 def cmd_restore(c, argv):
+    _restore(c, argv, tenant_option=False)
+
+
+def cmd_restore_asking(c, argv):
+    """RESTORE that a cluster node takes for a slot it is importing, Redis's, plus TENANT
+    between cxlredis nodes."""
+    _restore(c, argv, tenant_option=True)
+
+
+def _restore(c, argv, tenant_option):
     # Redis's order: the options, the key's absence, the TTL, then the payload.
-    replace, absttl, idle, freq = _restore_options(argv)
-    store, db, key = c.store, c.db, argv[1]
+    replace, absttl, idle, freq, tenant = _restore_options(argv, tenant_option)
+    store = c.store if tenant is None else _tenant_keyspace(c, tenant)
+    db, key = c.db, argv[1]
     if not replace and store.find(db, key, stats=False) is not None:
         raise CommandError(BUSYKEY)
     ttl = parse_int(argv[2])
@@ -130,9 +159,6 @@ def cmd_restore(c, argv):
                           idle_ms=lru_idle_seconds(idle, now) * 1000)
     c.reply.ok()
 
-
-# Redis's RESTORE-ASKING is RESTORE that a cluster node takes for a slot it is importing.
-cmd_restore_asking = cmd_restore
 
 
 # --- MIGRATE -----------------------------------------------------------------------
@@ -174,18 +200,30 @@ def _migrate_options(argv):
     return copy, replace, auth, keys
 
 
+def _migrating(c, keys):
+    """(tenant name or None, keyspace, key, entry) of each key MIGRATE moves: the caller's
+    own; when an administrator moves a slot this node is migrating, every tenant's key of
+    that name (the slot moves whole, slot_keys.py), the tenant named to the target."""
+    cluster = c.services.cluster
+    every_tenant = cluster is not None and c.tenant is None and cluster.migrating
+    found = []
+    for key in keys:
+        if every_tenant and key_slot(key) in cluster.migrating:
+            found += [(name, keyspace, key, entry) for name, keyspace, entry in cluster.keys.holders(key)]
+            continue
+        entry = c.store.find(c.db, key)
+        if entry is not None:
+            found.append((None, c.store, key, entry))
+    return found
+
+
 def cmd_migrate(c, argv):
     copy, replace, auth, keys = _migrate_options(argv)
     timeout = parse_int(argv[5])
     target_db = parse_int(argv[4])
     if timeout <= 0:
         timeout = MIGRATE_DEFAULT_TIMEOUT_MS
-    store, db = c.store, c.db
-    found = []
-    for key in keys:
-        entry = store.find(db, key)
-        if entry is not None:
-            found.append((key, entry))
+    found = _migrating(c, keys)
     if not found:                   # not an error: the keys may just have expired
         c.reply.simple(NOKEY)
         return
@@ -193,7 +231,7 @@ def cmd_migrate(c, argv):
     pins, sent, restores = [], [], []
     try:
         now = now_ms()
-        for key, entry in found:
+        for tenant, keyspace, key, entry in found:
             ttl = 0
             if entry.expire_at != -1:
                 ttl = entry.expire_at - now
@@ -204,8 +242,9 @@ def cmd_migrate(c, argv):
                 pins.append(entry.pin())    # its value goes out from the arena view
             head, body, footer = payload_parts(entry)
             restores.append(restore_command(bytes(key), ttl, head, body, footer, replace,
-                                            by_reference_from, c.services.cluster is not None))
-            sent.append(key)
+                                            by_reference_from, c.services.cluster is not None,
+                                            tenant))
+            sent.append((keyspace, key))
         accepted, error = c.services.migrate_links.transfer(argv[1], argv[2], timeout, target_db,
                                                             auth, restores)
     finally:
@@ -213,7 +252,8 @@ def cmd_migrate(c, argv):
             arena.unpin(off)
     if not copy:
         for index in accepted:
-            store.delete(db, sent[index])
+            keyspace, key = sent[index]
+            keyspace.delete(c.db, key)
     if error is not None:
         raise CommandError(error)
     c.reply.ok()

@@ -15,6 +15,7 @@
    evict.c     victims, tenant tiers, allocation that evicts
    tenant.c    tenant slots, their counter tables, create and drop
    rename.c    RENAME/MOVE with the rename intent, its redo and undo
+   slots.c     keys by cluster slot, in the process's memory (cluster mode)
    recovery.c  format, validate, rebuild, clean close */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* fallocate (a Python extension has it from Python.h) */
@@ -35,6 +36,7 @@
 #include "lru.c"
 #include "recovery.c"
 #include "rename.c"
+#include "slots.c"
 #include "tenant.c"
 #include "ttl.c"
 

@@ -136,8 +136,7 @@ CX_API void cx_commit(char *base, uint64_t off, unsigned pdb, const uint8_t *key
     cx_store(&e->size_state, CX_SIZE(e->size_state) | CX_LIVE);
     sb->reserved--;
     if (old) {
-        e->chain_next = CX_E(base, old)->chain_next;
-        cx_store(link, off);
+        cx_index_replace(base, link, old, off);
         cx_drop(base, old, 0);
     } else {
         cx_index_push(base, off);

@@ -15,5 +15,6 @@ CX_API uint64_t cx_find(char *base, uint64_t h, unsigned tenant, unsigned pdb, c
                         uint64_t **link);
 static void cx_index_unlink(char *base, uint64_t off);
 static void cx_index_push(char *base, uint64_t off);
+static void cx_index_replace(char *base, uint64_t *link, uint64_t old, uint64_t off);
 
 #endif

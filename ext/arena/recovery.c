@@ -10,6 +10,7 @@
 #include "lru.h"
 #include "recovery.h"
 #include "rename.h"
+#include "slots.h"
 #include "tenant.h"
 #include "ttl.h"
 
@@ -37,6 +38,7 @@ CX_API void cx_format(char *base, uint64_t size, uint64_t seed) {
     sb->formatted_ms = (uint64_t)cx_now_ms();
     sb->wheel_next = cx_period((int64_t)sb->formatted_ms);
     memset(base + sb->index_off, 0, nb * 8);
+    cx_slots_clear(base);
     for (int i = 0; i < CX_NDB; i++) sb->db_map[i] = (uint8_t)i;
     *(uint64_t *)(base + sb->heap_off) = sb->heap_size | CX_FREE;
     cx_footer(base, sb->heap_off, sb->heap_size);
@@ -97,6 +99,7 @@ CX_API int64_t cx_rebuild(char *base) {
 
     cx_rename_redo(base);
     memset(CX_BUCKETS(base), 0, sb->index_buckets * 8);
+    cx_slots_clear(base);
     memset(sb->free_map, 0, sizeof sb->free_map);
     memset(sb->free_head, 0, sizeof sb->free_head);
     memset(sb->db_keys, 0, sizeof sb->db_keys);
@@ -173,8 +176,7 @@ CX_API int64_t cx_rebuild(char *base) {
                 *(uint64_t *)(base + off) = size | CX_FREE;
                 continue;
             }
-            e->chain_next = o->chain_next;
-            *link = off;
+            cx_index_replace(base, link, other, off);
             o->size_state = CX_SIZE(o->size_state) | CX_FREE;
         } else {
             cx_index_push(base, off);

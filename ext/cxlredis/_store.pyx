@@ -14,6 +14,7 @@ returned by view()/slot() point straight into the mapping and must not be used
 after close().
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact, PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 from libc.string cimport memcmp, memcpy, memset
@@ -207,6 +208,12 @@ cdef extern from "arena/index.h":
     uint64_t cx_find(char* base, uint64_t h, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen,
                      uint64_t** link) nogil
 
+cdef extern from "arena/slots.h":
+    int cx_slots_enable(char* base) nogil
+    void cx_slots_disable(char* base) nogil
+    int64_t cx_slot_entries(char* base, unsigned slot, unsigned tenant, unsigned pdb, int64_t now,
+                            uint64_t* out, int64_t max) nogil
+
 cdef extern from "arena/lru.h":
     unsigned cx_lfu_value(const cx_entry *e, int64_t now) nogil
     void cx_set_recency(cx_entry *e, int64_t idle_ms, int lfu, int64_t now) nogil
@@ -274,6 +281,7 @@ cdef extern from "arena/recovery.h":
     void cx_release_process_state(char* base) nogil
 
 cdef extern from "cluster/keyslot.h":
+    enum: CX_CLUSTER_SLOTS
     void cx_crc16_init()
     unsigned int cx_key_slot(const unsigned char *key, size_t len) nogil
 
@@ -615,6 +623,34 @@ cdef uint64_t reserve_copy(Arena a, unsigned tenant, uint64_t src, Buf* key, int
 
 cdef inline object key_of(cx_entry* e):
     return PyBytes_FromStringAndSize(<char*>CX_KEY(e), e.key_len)
+
+
+# ---------------------------------------------------------------- keys by cluster slot
+
+cdef bint slots_indexed(Arena a) noexcept:
+    """Whether a's keys are indexed by slot (arena/slots.c), indexing them now if not."""
+    return cx_slots_enable(a.base) == 0
+
+
+cdef list walk_slot(Arena a, unsigned tenant, unsigned pdb, unsigned slot, Py_ssize_t count):
+    """keys_in_slot without the slot index (no memory for one): a walk of the whole index."""
+    cdef char* base = a.base
+    cdef uint64_t* bk = CX_BUCKETS(base)
+    cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
+    cdef int64_t now = cx_now_ms()
+    cdef cx_entry* e
+    cdef list out = []
+    for b in range(nb):
+        cur = bk[b]
+        while cur:
+            e = CX_E(base, cur)
+            if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
+                    and cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len) == slot):
+                if count >= 0 and len(out) >= count:
+                    return out
+                out.append(key_of(e))
+            cur = e.chain_next
+    return out
 
 
 # ---------------------------------------------------------------- keyspaces
@@ -1206,52 +1242,43 @@ cdef class Keyspace:
             buf_close(&m)
         return out
 
-    def slot_key_counts(self, int db):
-        """The number of unexpired keys of db in each of the 16384 cluster slots, in one
-        pass over the index (a list)."""
+    def count_keys_in_slot(self, int db, unsigned slot):
+        """The number of unexpired keys of db in cluster slot `slot` (CLUSTER
+        COUNTKEYSINSLOT): the cost of the slot's keys, from the slot index."""
         cdef Arena a = ks_arena(self)
-        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
-        cdef char* base = a.base
-        cdef uint64_t* bk = CX_BUCKETS(base)
-        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
-        cdef int64_t now = cx_now_ms()
-        cdef cx_entry* e
-        cdef uint64_t[16384] counts
-        memset(counts, 0, sizeof(counts))
-        for b in range(nb):
-            cur = bk[b]
-            while cur:
-                e = CX_E(base, cur)
-                if e.db == pdb and e.tenant == tenant and not cx_expired(e, now):
-                    counts[cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len)] += 1
-                cur = e.chain_next
-        return [counts[i] for i in range(16384)]
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef int64_t found
+        if slot >= CX_CLUSTER_SLOTS:
+            raise ValueError("no such slot")
+        if slots_indexed(a):
+            found = cx_slot_entries(a.base, slot, self.tenant, pdb, cx_now_ms(), NULL, -1)
+            if found >= 0:
+                return found
+        return len(walk_slot(a, self.tenant, pdb, slot, -1))
 
-    def keys_in_slots(self, int db, const unsigned char[::1] slot_mask, Py_ssize_t count=-1):
-        """The unexpired keys of db whose slot has a non-zero byte in slot_mask (16384
-        bytes), at most count of them (all when count < 0): CLUSTER GETKEYSINSLOT, and the
-        keys a node drops with slots another node took. One pass over the index, in C."""
+    def keys_in_slot(self, int db, unsigned slot, Py_ssize_t count=-1):
+        """The unexpired keys of db in cluster slot `slot`, at most count of them (all when
+        count < 0): CLUSTER GETKEYSINSLOT, and the keys a node drops with a slot another
+        node took. From the slot index; a walk of the whole index only if it has none."""
         cdef Arena a = ks_arena(self)
-        cdef unsigned pdb = ks_pdb(a, self.tenant, db), tenant = self.tenant
-        cdef char* base = a.base
-        cdef uint64_t* bk = CX_BUCKETS(base)
-        cdef uint64_t b, cur, nb = CX_SB(base).index_buckets
-        cdef int64_t now = cx_now_ms()
-        cdef cx_entry* e
-        cdef list out = []
-        if slot_mask.shape[0] != 16384:
-            raise ValueError("slot_mask must have 16384 bytes")
-        for b in range(nb):
-            cur = bk[b]
-            while cur:
-                e = CX_E(base, cur)
-                if (e.db == pdb and e.tenant == tenant and not cx_expired(e, now)
-                        and slot_mask[cx_key_slot(<const unsigned char*>CX_KEY(e), e.key_len)]):
-                    if count >= 0 and len(out) >= count:
-                        return out
-                    out.append(key_of(e))
-                cur = e.chain_next
-        return out
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef int64_t found, i
+        cdef uint64_t* offs
+        if slot >= CX_CLUSTER_SLOTS:
+            raise ValueError("no such slot")
+        if slots_indexed(a):
+            found = cx_slot_entries(a.base, slot, self.tenant, pdb, cx_now_ms(), NULL, count)
+            if found >= 0:
+                offs = <uint64_t*>PyMem_Malloc(max(found, 1) * sizeof(uint64_t))
+                if offs == NULL:
+                    raise MemoryError()
+                try:
+                    # the same walk again, now storing: nothing ran in between
+                    found = cx_slot_entries(a.base, slot, self.tenant, pdb, cx_now_ms(), offs, found)
+                    return [key_of(CX_E(a.base, offs[i])) for i in range(found)]
+                finally:
+                    PyMem_Free(offs)
+        return walk_slot(a, self.tenant, pdb, slot, count)
 
     def random_key(self, int db):
         """A random unexpired key of db, or None; expired keys met on the way are deleted."""
@@ -1497,6 +1524,13 @@ cdef class Arena(Keyspace):
                              f"{'pages' if whole else 'superblock and index'}: {os.strerror(err)}")
         return 0
 
+    def index_slots(self):
+        """Index the keys by cluster slot from now on (a walk of the index now; then each
+        index change keeps it): whether there was memory for it. Without it, the slot
+        methods walk the whole index each time."""
+        open_base(self)
+        return slots_indexed(self)
+
     def close(self, bint clean=True):
         """Detach. clean=True releases this process's pins and reservations, sets the
         clean-shutdown flag and msyncs, so the next attach trusts the structures."""
@@ -1505,6 +1539,7 @@ cdef class Arena(Keyspace):
         if clean:
             cx_release_process_state(self.base)
             cx_store(&CX_SB(self.base).clean, 1)
+        cx_slots_disable(self.base)
         with nogil:
             cx_os_unmap(self.base, self.map_size, self.fd, clean)
         self.base = NULL
@@ -1513,6 +1548,7 @@ cdef class Arena(Keyspace):
     def __dealloc__(self):
         # never closed: leave the clean flag cleared so the next attach rebuilds
         if self.base != NULL:
+            cx_slots_disable(self.base)
             cx_os_unmap(self.base, self.map_size, self.fd, 0)
             self.base = NULL
 

@@ -966,6 +966,97 @@ static void test_rename_by_copy_at_every_crash_point(void) {
     }
 }
 
+/* The keys a walk of the whole index finds in slot, of tenant (or every tenant) in pdb 0:
+   what the slot index must answer. */
+static int64_t slot_entries_by_walk(char *base, unsigned slot, unsigned tenant) {
+    int64_t n = 0;
+    for (uint64_t b = 0; b < CX_SB(base)->index_buckets; b++)
+        for (uint64_t cur = CX_BUCKETS(base)[b]; cur; cur = CX_E(base, cur)->chain_next) {
+            cx_entry *e = CX_E(base, cur);
+            if (e->db == 0 && (tenant == CX_ANY_TENANT || e->tenant == tenant)
+                && cx_key_slot(CX_KEY(e), e->key_len) == slot) n++;
+        }
+    return n;
+}
+
+/* The slot index answers what a walk answers through every way an entry enters or leaves
+   the index: set, overwrite, delete, rename in place (to a key of the same slot or
+   another), a block freed and reused, an append that changes a value in place, and a
+   rebuild; the keys share a few {hash tags}, so slots hold many. Offsets come back once
+   each, and a slot whose keys all left gives its memory back. */
+static void test_slot_index_follows_the_index(void) {
+    char *base = new_arena();
+    cx_cfg cfg = settings(CX_NOEVICTION);
+    int64_t now = cx_now_ms();
+    unsigned tenant = 1;
+    CHECK(cx_tenant_create(base, tenant, (const uint8_t *)"t1", 2, 0, 0, &cfg, now));
+    char key[64], other[64];
+    uint64_t out[512];
+    uint64_t seed = 7;
+    for (int i = 0; i < 300; i++) {    /* before the index exists: the enable walk finds them */
+        snprintf(key, sizeof key, "{tag%d}before%d", i % 5, i);
+        CHECK(put(base, &cfg, i % 2 ? tenant : 0, key, "v", -1, now));
+    }
+    CHECK_EQ(cx_slot_entries(base, 0, 0, 0, now, NULL, -1), -1);
+    CHECK_EQ(cx_slots_enable(base), 0);
+    CHECK(cx_slots_enabled(base));
+    for (int round = 0; round < 4000; round++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned pick = (unsigned)(seed >> 33), t = pick & 1 ? tenant : 0;
+        snprintf(key, sizeof key, "{tag%u}k%u", pick % 5, (pick >> 3) % 200);
+        uint64_t off = find(base, t, 0, key);
+        switch ((pick >> 12) % 4) {
+        case 0: case 1: put(base, &cfg, t, key, "value", -1, now); break;
+        case 2: if (off) cx_drop(base, off, 1); break;
+        case 3:
+            if (!off) break;
+            snprintf(other, sizeof other, "{tag%u}r%u", (pick >> 16) % 6, (pick >> 20) % 200);
+            if (!find(base, t, 0, other)) cx_rename_in_place(base, off, 0, (const uint8_t *)other, strlen(other));
+            break;
+        }
+    }
+    int64_t total = 0;
+    for (unsigned tag = 0; tag < 6; tag++) {
+        snprintf(key, sizeof key, "tag%u", tag);
+        unsigned slot = cx_key_slot((const uint8_t *)key, strlen(key));
+        CHECK_EQ(cx_slot_entries(base, slot, 0, 0, now, NULL, -1), slot_entries_by_walk(base, slot, 0));
+        CHECK_EQ(cx_slot_entries(base, slot, tenant, 0, now, NULL, -1), slot_entries_by_walk(base, slot, tenant));
+        int64_t n = cx_slot_entries(base, slot, CX_ANY_TENANT, 0, now, out, 512);
+        CHECK_EQ(n, slot_entries_by_walk(base, slot, CX_ANY_TENANT));
+        for (int64_t i = 0; i < n; i++) {
+            cx_entry *e = CX_E(base, out[i]);
+            CHECK_EQ(cx_find(base, e->hash, e->tenant, 0, CX_KEY(e), e->key_len, NULL), out[i]);
+            for (int64_t j = 0; j < i; j++) CHECK(out[j] != out[i]);
+        }
+        CHECK_EQ(cx_slot_entries(base, slot, CX_ANY_TENANT, 0, now, NULL, 3), n < 3 ? n : 3);
+        total += n;
+    }
+    CHECK_EQ(total, (int64_t)CX_SB(base)->entries);
+
+    /* a rebuild re-indexes every entry; emptying a slot frees its array */
+    CHECK(cx_rebuild(base) >= 0);
+    snprintf(key, sizeof key, "tag%u", 1u);
+    unsigned slot = cx_key_slot((const uint8_t *)key, strlen(key));
+    int64_t n = cx_slot_entries(base, slot, CX_ANY_TENANT, 0, now, out, 512);
+    CHECK_EQ(n, slot_entries_by_walk(base, slot, CX_ANY_TENANT));
+    for (int64_t i = 0; i < n; i++) cx_drop(base, out[i], 1);
+    CHECK_EQ(cx_slot_entries(base, slot, CX_ANY_TENANT, 0, now, NULL, -1), 0);
+    CHECK(cx_slots_of(base)->slot[slot].offs == NULL);
+
+    /* a value changed in place keeps its entry in its slot */
+    snprintf(key, sizeof key, "{tag1}appended");
+    uint64_t off = put(base, &cfg, 0, key, "v", -1, now);
+    cx_reseal(base, off);
+    CHECK_EQ(cx_slot_entries(base, slot, 0, 0, now, NULL, -1), 1);
+    /* an expired key is not counted, though it is still indexed until it is dropped */
+    put(base, &cfg, 0, "{tag1}brief", "v", now + 10, now);
+    CHECK_EQ(cx_slot_entries(base, slot, 0, 0, now, NULL, -1), 2);
+    CHECK_EQ(cx_slot_entries(base, slot, 0, 0, now + 20, NULL, -1), 1);
+    cx_slots_disable(base);
+    CHECK(!cx_slots_enabled(base));
+    free_arena(base);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     RUN(test_size_classes);
@@ -992,5 +1083,6 @@ int main(int argc, char **argv) {
     RUN(test_rebuild_drops_torn_entries);
     RUN(test_rename_in_place_at_every_crash_point);
     RUN(test_rename_by_copy_at_every_crash_point);
+    RUN(test_slot_index_follows_the_index);
     return check_exit_code();
 }

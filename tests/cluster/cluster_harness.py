@@ -8,25 +8,33 @@ formed by redis-cli --cluster create as an operator would.
 
     with formed([cluster_node("cxlredis") for _ in range(3)]) as nodes:   # both at once
         ...
+
+    owned_slots(node), keys_in_slots(slots, per_slot, prefix)    # what to move, with what
 """
 import contextlib
 import subprocess
 import time
 
 from conftest import ServerProcess, free_port
+from cxlredis.cluster.slots import key_slot
 
 NODE_TIMEOUT_MS = 1000          # short, so failure detection takes seconds in tests
 
 
-def cluster_node(kind, **options):
+def cluster_node(kind, conf_lines=(), **options):
     """A started cluster node with its own directory, nodes.conf and bus port (port + 10000
-    may not exist for a free port above 55535)."""
+    may not exist for a free port above 55535); conf_lines go in its config file (the
+    directives that may repeat: user, tenant)."""
     settings = {"cluster-enabled": "yes", "cluster-config-file": "nodes.conf",
                 "cluster-port": free_port(), "cluster-node-timeout": NODE_TIMEOUT_MS}
     if kind == "cxlredis":
         settings["tenants-file"] = ""
     settings.update({name.replace("_", "-"): value for name, value in options.items()})
     node = ServerProcess(kind, settings)
+    if conf_lines:
+        conf = node.dir / "node.conf"
+        conf.write_text("".join(line + "\n" for line in conf_lines))
+        node.conf = str(conf)
     node.start()
     return node
 
@@ -111,3 +119,25 @@ def formed(nodes):
         yield nodes
     finally:
         close_all(nodes)
+
+
+def owned_slots(node):
+    """The slots node says it owns."""
+    slots = []
+    for word in slot_view(node)[node_id(node)]:
+        first, _, last = word.partition("-")
+        slots.extend(range(int(first), int(last or first) + 1))
+    return slots
+
+
+def keys_in_slots(slots, per_slot, prefix):
+    """Key names whose slots are the given ones, per_slot of each."""
+    wanted = {slot: [] for slot in slots}
+    i = 0
+    while any(len(found) < per_slot for found in wanted.values()):
+        key = f"{prefix}{i}".encode()
+        found = wanted.get(key_slot(key))
+        if found is not None and len(found) < per_slot:
+            found.append(key)
+        i += 1
+    return [key for found in wanted.values() for key in found]

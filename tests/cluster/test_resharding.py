@@ -8,30 +8,8 @@ import threading
 import pytest
 from redis.cluster import RedisCluster
 
-from cluster_harness import (address, close_all, cluster_node, form, node_id, redis_cli,
-                             slot_view, wait_until_stable)
-from cxlredis.cluster.slots import key_slot
-
-
-def owned_slots(node):
-    slots = []
-    for word in slot_view(node)[node_id(node)]:
-        first, _, last = word.partition("-")
-        slots.extend(range(int(first), int(last or first) + 1))
-    return slots
-
-
-def keys_in_slots(slots, per_slot, prefix):
-    """Key names whose slots are the given ones, per_slot of each."""
-    wanted = {slot: [] for slot in slots}
-    i = 0
-    while any(len(found) < per_slot for found in wanted.values()):
-        key = f"{prefix}{i}".encode()
-        found = wanted.get(key_slot(key))
-        if found is not None and len(found) < per_slot:
-            found.append(key)
-        i += 1
-    return [key for found in wanted.values() for key in found]
+from cluster_harness import (address, close_all, cluster_node, form, keys_in_slots, node_id,
+                             owned_slots, redis_cli, slot_view, wait_until_stable)
 
 
 class Traffic(threading.Thread):
