@@ -7,8 +7,10 @@ import sys
 from . import __version__
 from ._store import ArenaError
 from .acl import check_user_directive
+from .arenas import Arenas
 from .config import Config, ConfigError
-from .server import Server, setup_logging
+from .listeners import Listeners
+from .server import Shutdown, serve, setup_logging
 from .tenants import parse_directive
 
 USAGE = """Usage: cxlredis-server [/path/to/cxlredis.conf] [options]
@@ -72,8 +74,14 @@ def main(argv=None):
         log.warning("uvloop is not installed; running on the stock asyncio loop")
     runner = uvloop.run if uvloop is not None else asyncio.run
     try:
-        server = Server(config)
-        runner(server.run())
+        # A busy port or a bad TLS setup stops the start before any file is made.
+        listeners = Listeners(config)
+        try:
+            store = Arenas(config)
+        except BaseException:
+            listeners.close()
+            raise
+        runner(serve(config, listeners, store, Shutdown()))
     except (ArenaError, SystemExit) as e:
         # A failed start (the server has removed what it created). SystemExit(1) was logged
         # where it was raised; any other carries the reason.

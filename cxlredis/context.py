@@ -11,21 +11,27 @@ for through the context's flags (close_after_command) once the command is done.
 from .slots import SlotArg, release_slots
 
 
-class Services:
-    """The shared parts a command may use, handed over by the composition root
-    (Server). Functions stand in where a command needs one answer from the server
-    and nothing more of it (INFO's text, the arena check, the shutdown request)."""
+class Parts:
+    """A fixed set of named parts, the subclass's __slots__, every one given by keyword."""
 
-    __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring",
-                 "clients", "watchers", "cluster", "migrate_links", "version", "lastsave",
-                 "info", "check_arenas", "reset_stats", "request_shutdown",
-                 "check_shutdown_allowed")
+    __slots__ = ()
 
     def __init__(self, **parts):
         for name in self.__slots__:
             setattr(self, name, parts.pop(name))
         if parts:
-            raise TypeError(f"unknown services: {', '.join(parts)}")
+            raise TypeError(f"unknown parts of {type(self).__name__}: {', '.join(parts)}")
+
+
+class Services(Parts):
+    """The shared parts a command may use, handed over by the composition root
+    (server.py). Functions stand in where a command needs one answer and nothing more
+    of its owner (INFO's text, the arena check, the shutdown request)."""
+
+    __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring",
+                 "clients", "watchers", "cluster", "migrate_links", "version", "lastsave",
+                 "info", "check_arenas", "reset_stats", "request_shutdown",
+                 "check_shutdown_allowed")
 
 
 class CallContext:

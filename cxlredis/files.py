@@ -21,3 +21,35 @@ def write_atomically(path, data: bytes, mode=None):
     except OSError:
         os.unlink(temporary)
         raise
+
+
+class CreatedFiles:
+    """The files one start created, removed again if the start fails: a file that was
+    there before, such as someone's warm arena, is never touched."""
+
+    def __init__(self):
+        self.arenas = []     # arena files: removed unless another process has locked one since
+        self.others = []     # the unix socket, the pid, tenants and nodes.conf files, locks
+
+    def note(self, path):
+        if path and not os.path.lexists(path):
+            self.others.append(path)
+
+    def note_arena(self, path):
+        if not os.path.lexists(path):
+            self.arenas.append(path)
+
+    def remove(self, arena_locked):
+        """arena_locked(path): whether another process holds a region of that arena file."""
+        for path in self.others:
+            _unlink_quietly(path)
+        for path in self.arenas:
+            if not arena_locked(path):
+                _unlink_quietly(path)
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -7,12 +7,14 @@ the `arena` section is ours.
 import os
 import platform
 import resource
+import secrets
 import sys
 import time
 
 from . import __version__
 from ._fastpath import LATENCY_BUCKET_COUNT
 from .config import format_double
+from .context import Parts
 
 # Redis 7.0's order (INFO lists sections in it whatever order they were asked in), ours last.
 ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
@@ -27,7 +29,29 @@ LATENCY_BUCKETS = LATENCY_BUCKET_COUNT
 _PER_CLIENT = ("keyspace", "tenants")
 
 
-def info(server, requested, client=None):
+class Process:
+    """This process as INFO server and the exporter name it."""
+
+    def __init__(self, version):
+        self.version = version
+        self.pid = os.getpid()
+        self.run_id = secrets.token_hex(20)
+        self.start_time = time.time()
+        self.lastsave = int(self.start_time)
+
+    def uptime(self):
+        return int(time.time() - self.start_time)
+
+
+class Sources(Parts):
+    """What INFO and the Prometheus exporter read, handed over by the composition root:
+    process (Process), config, stats (the command counters), clients, arenas
+    (arenas.Arenas), leases, tenants, and cluster (None outside cluster mode)."""
+
+    __slots__ = ("process", "config", "stats", "clients", "arenas", "leases", "tenants", "cluster")
+
+
+def info(sources, requested, client=None):
     if not requested or requested == ["default"]:
         names = DEFAULT_SECTIONS
     elif "all" in requested or "everything" in requested:
@@ -39,7 +63,7 @@ def info(server, requested, client=None):
         names = [n for n in ALL_SECTIONS if n in wanted]
     parts = []
     for name in names:
-        lines = SECTIONS[name](server, client) if name in _PER_CLIENT else SECTIONS[name](server)
+        lines = SECTIONS[name](sources, client) if name in _PER_CLIENT else SECTIONS[name](sources)
         title = "CPU" if name == "cpu" else name.capitalize()
         parts.append(f"# {title}\r\n"
                      + "".join(f"{k}:{v}\r\n" for k, v in lines))
@@ -55,9 +79,9 @@ def human_bytes(n):
 
 def _server(s):
     now = time.time()
-    uptime = s.uptime()
+    uptime = s.process.uptime()
     return [
-        ("redis_version", s.version),
+        ("redis_version", s.process.version),
         ("cxlredis_version", __version__),
         ("redis_git_sha1", "00000000"),
         ("redis_git_dirty", 0),
@@ -68,9 +92,9 @@ def _server(s):
         ("monotonic_clock", "POSIX clock_gettime"),
         ("multiplexing_api", "epoll"),
         ("python_version", platform.python_version()),
-        ("process_id", s.pid),
+        ("process_id", s.process.pid),
         ("process_supervised", "no"),
-        ("run_id", s.run_id),
+        ("run_id", s.process.run_id),
         ("tcp_port", s.config["port"]),
         ("server_time_usec", int(now * 1_000_000)),
         ("uptime_in_seconds", uptime),
@@ -107,7 +131,7 @@ def _rss_bytes():
 
 
 def _memory(s):
-    st = s.store.stats()
+    st = s.arenas.main.stats()
     used = st["used_memory"]
     rss = _rss_bytes()
     maxmemory = s.config["maxmemory"]  # as configured (0 = none), like Redis; the arena section has the effective limit
@@ -131,10 +155,10 @@ def _persistence(s):
     return [
         ("loading", 0),
         ("async_loading", 0),
-        ("arena_recovery", s.store.recovery),
+        ("arena_recovery", s.arenas.main.recovery),
         ("rdb_changes_since_last_save", 0),
         ("rdb_bgsave_in_progress", 0),
-        ("rdb_last_save_time", s.lastsave),
+        ("rdb_last_save_time", s.process.lastsave),
         ("rdb_last_bgsave_status", "ok"),
         ("aof_enabled", 0),
         ("aof_rewrite_in_progress", 0),
@@ -142,7 +166,7 @@ def _persistence(s):
 
 
 def _stats(s):
-    st = s.store.stats()
+    st = s.arenas.main.stats()
     stats = s.stats
     return [
         ("total_connections_received", stats.total_connections_received),
@@ -165,7 +189,7 @@ def _replication(s):
         ("role", "master"),
         ("connected_slaves", 0),
         ("master_failover_state", "no-failover"),
-        ("master_replid", s.run_id),
+        ("master_replid", s.process.run_id),
         ("master_replid2", "0" * 40),
         ("master_repl_offset", 0),
         ("second_repl_offset", -1),
@@ -224,7 +248,7 @@ def _latencystats(s):
 
 
 def _keyspace(s, client):
-    store = client.store if client is not None else s.store
+    store = client.store if client is not None else s.arenas.main
     lines = []
     for db in range(s.config["databases"]):
         keys = store.dbsize(db)
@@ -234,16 +258,16 @@ def _keyspace(s, client):
 
 
 def _arena(s):
-    st = s.store.stats()
+    st = s.arenas.main.stats()
     lines = [
-        ("arena_path", s.arena_path),
-        ("arena_backing", _backing_kind(s.arena_path)),
-        ("arena_size", s.store.size),
-        ("arena_offset", s.store.offset),
-        ("arena_recovery", s.store.recovery),
-        ("arena_dropped_entries", s.store.dropped_entries),
-        ("arena_checksum", "yes" if s.store.checksums else "no"),
-        ("arena_checksum_failures", s.checksum_failures),       # tenants' own arenas too
+        ("arena_path", s.arenas.path),
+        ("arena_backing", _backing_kind(s.arenas.path)),
+        ("arena_size", s.arenas.main.size),
+        ("arena_offset", s.arenas.main.offset),
+        ("arena_recovery", s.arenas.main.recovery),
+        ("arena_dropped_entries", s.arenas.main.dropped_entries),
+        ("arena_checksum", "yes" if s.arenas.main.checksums else "no"),
+        ("arena_checksum_failures", s.arenas.checksum_failures),       # tenants' own arenas too
     ]
     lines += [(f"arena_{k}", f"{v:.4f}" if isinstance(v, float) else v)
               for k, v in st.items() if k != "policy"]

@@ -39,27 +39,28 @@ _TENANT_METRICS = (
 
 
 class ServerCollector:
-    """Builds every metric family from the server's state at scrape time."""
+    """Builds every metric family at scrape time from the counters INFO reads (metrics.Sources)."""
 
-    def __init__(self, server):
-        self.server = server
+    def __init__(self, sources):
+        self.sources = sources
 
     def collect(self):
-        server = self.server
-        arena = server.store.stats()        # one walk of the free lists per scrape
-        yield from self._commands(server)
-        yield from self._server(server, arena)
-        yield from self._arena(server, arena)
-        yield from self._tenants(server)
+        sources = self.sources
+        arena = sources.arenas.main.stats()        # one walk of the free lists per scrape
+        yield from self._commands(sources.stats)
+        yield from self._server(sources, arena)
+        yield from self._arena(sources, arena)
+        yield from self._tenants(sources.tenants)
 
-    def _commands(self, server):
+    @staticmethod
+    def _commands(stats):
         calls = CounterMetricFamily("cxlredis_commands", "Commands run, by command.", labels=["command"])
         errors = CounterMetricFamily("cxlredis_command_errors",
                                      "Commands refused before running or failed, by command.",
                                      labels=["command"])
         latency = HistogramMetricFamily("cxlredis_command_duration_seconds",
                                         "Time spent running each command.", labels=["command"])
-        for name, counters in sorted(dict(server.stats.commands).items()):
+        for name, counters in sorted(dict(stats.commands).items()):
             count, usec, rejected, failed, buckets = counters[0], counters[1], counters[2], counters[3], \
                 list(counters[4])
             calls.add_metric([name], count)
@@ -71,12 +72,13 @@ class ServerCollector:
             latency.add_metric([name], cumulative, usec / 1e6)
         yield from (calls, errors, latency)
 
-    def _server(self, server, arena):
-        stats = server.stats
+    @staticmethod
+    def _server(sources, arena):
+        stats = sources.stats
         yield GaugeMetricFamily("cxlredis_uptime_seconds", "Seconds since the server started.",
-                                value=time.time() - server.start_time)
+                                value=time.time() - sources.process.start_time)
         yield GaugeMetricFamily("cxlredis_connected_clients", "Client connections open.",
-                                value=len(server.clients))
+                                value=len(sources.clients))
         yield GaugeMetricFamily("cxlredis_blocked_clients",
                                 "Clients blocked in a command (cxlredis has no blocking commands).",
                                 value=0)
@@ -98,15 +100,15 @@ class ServerCollector:
             yield CounterMetricFamily(f"cxlredis_{name}", help_text, value=arena[key])
         keys = GaugeMetricFamily("cxlredis_keys", "Keys in each database (default tenant).",
                                  labels=["db"])
-        for db in range(server.config["databases"]):
-            count = server.store.dbsize(db)
+        for db in range(sources.config["databases"]):
+            count = sources.arenas.main.dbsize(db)
             if count:
                 keys.add_metric([str(db)], count)
         yield keys
 
-    def _arena(self, server, arena):
+    def _arena(self, sources, arena):
         for name, value, help_text in (
-                ("arena_size_bytes", server.store.size, "Size of the arena mapping."),
+                ("arena_size_bytes", sources.arenas.main.size, "Size of the arena mapping."),
                 ("arena_heap_bytes", arena["heap_size"], "Bytes of the arena's value heap."),
                 ("arena_used_bytes", arena["heap_used"], "Heap bytes in use (entries, reservations)."),
                 ("arena_free_bytes", arena["free_bytes"], "Heap bytes free."),
@@ -122,11 +124,11 @@ class ServerCollector:
             yield GaugeMetricFamily(f"cxlredis_{name}", help_text, value=value)
         yield CounterMetricFamily("cxlredis_arena_checksum_failures",
                                   "Values dropped on read because they failed their checksum.",
-                                  value=server.checksum_failures)
+                                  value=sources.arenas.checksum_failures)
         yield GaugeMetricFamily("cxlredis_arena_fragmentation_ratio",
                                 "1 - largest free block / free bytes (0: the free space is one block).",
                                 value=arena["fragmentation"])
-        yield from self._leases(server.leases)
+        yield from self._leases(sources.leases)
 
     @staticmethod
     def _leases(leases):
@@ -153,12 +155,13 @@ class ServerCollector:
         yield CounterMetricFamily("cxlredis_cxl_slots_committed",
                                   "Reservations committed as values.", value=leases.commits)
 
-    def _tenants(self, server):
+    @staticmethod
+    def _tenants(tenants):
         families = {}
         for name, help_text, _, counter in _TENANT_METRICS:
             kind = CounterMetricFamily if counter else GaugeMetricFamily
             families[name] = kind(f"cxlredis_{name}", help_text, labels=["tenant"])
-        for tenant in server.tenants.all_stats():
+        for tenant in tenants.all_stats():
             for name, _, key, _ in _TENANT_METRICS:
                 families[name].add_metric([tenant["name"]], tenant[key])
         yield from families.values()
@@ -167,17 +170,18 @@ class ServerCollector:
 class Exporter:
     """The HTTP endpoint's thread, started and stopped with the server."""
 
-    def __init__(self, server):
-        self.server = server
+    def __init__(self, sources):
+        """sources: metrics.Sources, the counters to export (its config names the port)."""
+        self.sources = sources
         self.httpd = None
 
     def start(self):
-        cfg = self.server.config
+        cfg = self.sources.config
         port = cfg["metrics-port"]
         if not port:
             return
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(ServerCollector(self.server))
+        registry.register(ServerCollector(self.sources))
         try:
             self.httpd, _ = start_http_server(port, cfg["metrics-bind"], registry=registry)
         except OSError as e:

@@ -60,9 +60,9 @@ def size_for(quota):
 class TenantArenas:
     """The open arenas of ARENA own tenants, by tenant name, and those being retired."""
 
-    def __init__(self, config, main_arena_path, new_arena_files):
+    def __init__(self, config, main_arena_path, created):
         self.config = config
-        self.new_arena_files = new_arena_files    # what this start created (removed if it fails)
+        self.created = created      # files.CreatedFiles: what this start made, removed if it fails
         self.by_name = {}
         self.policies = {}          # tenant name -> its own maxmemory-policy, None: the server's
         self.retired = []           # deleted tenants' arenas, closed once nothing refers to them
@@ -97,7 +97,7 @@ class TenantArenas:
         if not create and not existing:     # at start-up: a failed start removes it again
             log.warning("Tenant '%s' has ARENA own but its arena %s is missing: it starts empty",
                         name, path)
-            self.new_arena_files.append(path)
+            self.created.note_arena(path)
         size = os.path.getsize(path) if existing and not self.config["arena-reset"] else size_for(quota)
         arena = Arena(path, size, databases=self.config["databases"],
                       reset=create or self.config["arena-reset"],

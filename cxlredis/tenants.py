@@ -54,7 +54,7 @@ from ._store import (DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, ArenaError, 
 from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
 from .errors import CommandError
 from .files import write_atomically
-from .tenant_arenas import TenantArenas, check_quota, group_id
+from .tenant_arenas import check_quota, group_id
 
 log = logging.getLogger("cxlredis")
 
@@ -437,13 +437,14 @@ class Tenants:
     which keeps its quota, policy and meters; one with ARENA own is the default
     keyspace of an arena of its own (cxlredis/tenant_arenas.py)."""
 
-    def __init__(self, config, arena, acl, clients, memory_limit, new_arena_files):
-        """memory_limit(): the server's maxmemory in effect, which a QUOTA may not pass."""
+    def __init__(self, config, arena, own_arenas, acl, clients, memory_limit):
+        """arena: the server's; own_arenas: the TenantArenas that ARENA own tenants' arenas
+        open in; memory_limit(): the server's maxmemory in effect, which a QUOTA may not pass."""
         self.arena = arena
         self.acl = acl
         self.clients = clients
         self.memory_limit = memory_limit
-        self.arenas = TenantArenas(config, arena.path, new_arena_files)
+        self.arenas = own_arenas
         self.path = self.file_path(config)
         self.tenants = {}       # name → Tenant, in creation order
         self.member_of = {}     # user name (bytes) → tenant name
@@ -451,9 +452,8 @@ class Tenants:
         try:
             self._start(config.tenants)
         except StartupError as e:
+            # the start is abandoned: its arenas are detached clean, as nothing was served
             log.warning("Aborting startup because of the tenant definitions: %s", e)
-            self.arenas.close_all()
-            self.arena.close(clean=True)     # nothing was served: the next start trusts it
             raise SystemExit(1) from None
         config.tenant_lines = self.config_lines
         config.on_change("maxmemory-policy", lambda _: self._follow_server_policy())

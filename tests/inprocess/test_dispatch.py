@@ -1,6 +1,6 @@
 """Dispatch, handlers and the send path in-process, on asyncio and on uvloop.
 
-The server's own objects (Config, Server, Client) run inside the test's event loop,
+The server's own objects (Config, Arenas, Server, Client) run inside the test's event loop,
 each connection over a real socketpair transport of that loop, so what the loop's
 transport does with queued memoryviews (uvloop keeps a reference, asyncio copies
 what it cannot send at once) is exercised on both. No subprocess: a failure points
@@ -13,7 +13,10 @@ import pytest
 import uvloop
 
 from cxlredis.cli import load_config
-from cxlredis.server import Server
+from cxlredis.arenas import Arenas
+from cxlredis.files import CreatedFiles
+from cxlredis.listeners import Listeners
+from cxlredis.server import Server, Shutdown
 from conftest import encode_command, parse_reply, reply_end
 
 LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
@@ -30,9 +33,10 @@ def loop(request):
 def server(tmp_path):
     config = load_config(["--port", "0", "--arena-path", str(tmp_path / "test.arena"),
                           "--arena-size", "64mb", "--dir", str(tmp_path)], environ={})
-    server = Server(config)
+    store = Arenas(config)
+    server = Server(config, Listeners(config), store, Shutdown(), CreatedFiles())
     yield server
-    server.close_arenas()
+    store.close()
 
 
 class Peer:
@@ -121,11 +125,11 @@ def test_pinned_replies_survive_rewrites_while_the_reader_stalls(loop, server):
         replies = [await reader.reply() for _ in range(24)]
         assert sum(reply != original for reply in replies) == 0
         for _ in range(100):                         # the last unpin follows the last flush
-            if not client.inflight_pins and server.store.stats()["pinned"] == 0:
+            if not client.inflight_pins and server.store.main.stats()["pinned"] == 0:
                 break
             await asyncio.sleep(0.01)
-        assert (client.inflight_pins, server.store.stats()["pinned"]) == ([], 0)
-        assert server.store.check() == []
+        assert (client.inflight_pins, server.store.main.stats()["pinned"]) == ([], 0)
+        assert server.store.main.check() == []
     run(loop, scenario())
 
 
@@ -152,7 +156,7 @@ def test_handlers_get_a_call_context_and_never_the_connection_or_the_server(loop
             spec.handler = handler
         (c,) = seen
         assert type(c) is CallContext and type(c.services) is Services
-        assert c is connection.session and c.store is server.store and c.id > 0
+        assert c is connection.session and c.store is server.store.main and c.id > 0
         reachable = [getattr(c, name) for name in CallContext.__slots__]
         reachable += [getattr(c.services, name) for name in Services.__slots__]
         assert not any(part is connection or part is server for part in reachable)

@@ -52,3 +52,22 @@ def test_the_rules_catch_a_violation():
                      "def cmd_x(c, argv):\n    c.server.clients.clear()\n")
     assert set(imported_modules(tree)) & FORBIDDEN_IMPORTS == {"server", "dispatch"}
     assert {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} & FORBIDDEN_ATTRIBUTES
+
+
+def test_no_part_is_handed_the_server():
+    """The composition root (server.py) builds every part with the collaborators it names:
+    nothing else holds the Server. So no other module imports Server or reads a `.server`
+    attribute, and server.py hands no call `self`."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "server.py":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    for alias in node.names}
+        held = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        assert "Server" not in imported and "server" not in held, path.name
+    tree = ast.parse((PACKAGE / "server.py").read_text())
+    handed_self = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                   and any(isinstance(arg, ast.Name) and arg.id == "self"
+                           for arg in [*node.args, *(k.value for k in node.keywords)])]
+    assert handed_self == []
