@@ -163,8 +163,11 @@ class Server:
     """One server process on a free port, with its own temp dir; stopped by pid."""
 
     def __init__(self, spec: ServerSpec, *, maxmemory: int, policy: str = "noeviction",
-                 arena_size: int | None = None):
+                 arena_size: int | None = None, arena_dir: str | None = None):
+        """arena_dir: where cxlredis's arena goes (default: the server's temp dir on /dev/shm),
+        e.g. a hugetlbfs mount; the arena is removed with the server either way."""
         self.spec = spec
+        self.arena_dir = arena_dir
         self.maxmemory = maxmemory
         self.policy = policy
         # the arena holds the superblock and index besides the heap (which maxmemory
@@ -198,8 +201,9 @@ class Server:
 
     def start(self) -> "Server":
         self.workdir = memory_tmpdir(f"cxlbench-{self.spec.kind}-")
-        self.arena_path = os.path.join(self.workdir, "a.arena")
         self.port = free_port()
+        self.arena_path = (os.path.join(self.arena_dir, f"cxlbench-{self.port}.arena") if self.arena_dir
+                           else os.path.join(self.workdir, "a.arena"))
         self._log = open(os.path.join(self.workdir, "server.log"), "wb")
         env = dict(os.environ)
         env["PYTHONPATH"] = REPO_DIR + os.pathsep + env.get("PYTHONPATH", "")
@@ -248,6 +252,8 @@ class Server:
                 process.wait()
         self._log.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.arena_dir and os.path.exists(self.arena_path):
+            os.unlink(self.arena_path)
 
     def __enter__(self):
         return self.start()

@@ -8,7 +8,7 @@ import time
 
 from ._store import Arena, ArenaError, region_locked
 from .files import CreatedFiles
-from .tenant_arenas import TenantArenas
+from .tenant_arenas import TenantArenas, warm_ahead
 
 BACKING_FULL_LOG_INTERVAL = 60.0       # seconds between warnings that an arena's backing is full
 
@@ -35,7 +35,7 @@ class Arenas:
                 self.path, config["arena-size"], offset=config["arena-offset"],
                 databases=config["databases"], reset=config["arena-reset"],
                 hugepages=config["arena-hugepages"], prefault=config["arena-prefault"],
-                numa_node=config["arena-numa-node"])
+                numa_node=config["arena-numa-node"], warm_ahead=warm_ahead(config, self.path))
         except ArenaError as e:
             self.created.remove(region_locked)
             raise ArenaError(explain_arena_error(str(e), self.path, config["arena-offset"],

@@ -576,6 +576,10 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "Map the arena with huge pages.", "arena"),
     ("arena-prefault", Bool(), False, IMMUTABLE,
      "Touch every arena page at startup so the first writes do not stall.", "arena"),
+    ("arena-warm-ahead", Memory(0, LLONG_MAX), 64 * MB, IMMUTABLE,
+     "Bytes past the newest written memory that a background thread faults in before writes "
+     "need them, so a fresh arena fills near the speed of a warm one (at most 1/16 of the "
+     "arena; given back when writes pause; 0: off; nothing with arena-prefault).", "arena"),
     ("arena-numa-node", Integer(-1, 1023), -1, IMMUTABLE,
      "Bind the arena's memory to this NUMA node (e.g. the CXL node); -1 for no binding.",
      "arena"),

@@ -1,4 +1,5 @@
-"""Files the server rewrites (config, ACL file, tenants file): always atomically."""
+"""Files: the ones the server rewrites (config, ACL file, tenants file), always atomically;
+the ones a start creates; and what the file system under a path is."""
 import os
 import tempfile
 
@@ -53,3 +54,36 @@ def _unlink_quietly(path):
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def mount_of(path):
+    """(file system type, set of mount options) of the mount holding path, from
+    /proc/self/mounts; None when that cannot be read."""
+    try:
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None
+    path = os.path.abspath(path)
+    best = max((m for m in mounts if len(m) >= 4 and path.startswith(m[1].rstrip("/") + "/")),
+               key=lambda m: len(m[1]), default=None)
+    return (best[2], set(best[3].split(","))) if best else None
+
+
+def has_huge_pages(path):
+    """Whether a file at path gets huge pages: on hugetlbfs, or on a tmpfs mounted with
+    huge=always or huge=within_size (or every tmpfs, where shmem_enabled is force)."""
+    mount = mount_of(path)
+    if mount is None:
+        return False
+    kind, options = mount
+    if kind == "hugetlbfs":
+        return True
+    if kind != "tmpfs":
+        return False
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
+            forced = "[force]" in f.read()
+    except OSError:
+        forced = False
+    return forced or bool(options & {"huge=always", "huge=within_size"})

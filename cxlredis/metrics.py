@@ -15,6 +15,7 @@ from . import __version__
 from ._fastpath import LATENCY_BUCKET_COUNT
 from .config import format_double
 from .context import Parts
+from .files import mount_of
 
 # Redis 7.0's order (INFO lists sections in it whatever order they were asked in), ours last.
 ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
@@ -283,14 +284,8 @@ def _backing_kind(path):
         return "devdax"
     if path.startswith("/dev/shm/"):
         return "shm"
-    try:
-        with open("/proc/self/mounts") as f:
-            mounts = [line.split() for line in f]
-    except OSError:
-        return "file"
-    best = max((m for m in mounts if path.startswith(m[1].rstrip("/") + "/")),
-               key=lambda m: len(m[1]), default=None)
-    return best[2] if best else "file"
+    mount = mount_of(path)
+    return mount[0] if mount else "file"
 
 
 SECTIONS = {

@@ -16,6 +16,7 @@
    tenant.c    tenant slots, their counter tables, create and drop
    rename.c    RENAME/MOVE with the rename intent, its redo and undo
    slots.c     keys by cluster slot, in the process's memory (cluster mode)
+   warm.c      the warmer: a thread faulting in fresh pages ahead of the allocator
    recovery.c  format, validate, rebuild, clean close */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* fallocate (a Python extension has it from Python.h) */
@@ -39,5 +40,6 @@
 #include "slots.c"
 #include "tenant.c"
 #include "ttl.c"
+#include "warm.c"
 
 #pragma GCC diagnostic pop

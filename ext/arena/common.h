@@ -28,6 +28,7 @@ typedef struct {
     int *backing_errno;               /* set when the backing could not take a block */
     int beyond_limits;                /* RENAME/MOVE by copy: the value only changes blocks (the
                                          source is freed next), so any free block may take it */
+    struct cx_warmer *warmer;         /* faults in fresh pages ahead of the allocator, or NULL */
 } cx_cfg;
 
 /* a store that is seen (by another process mapping the arena, or by a rebuild after a

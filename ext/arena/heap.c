@@ -1,6 +1,7 @@
 /* The heap's allocator (see heap.h). */
 #include "backing.h"
 #include "heap.h"
+#include "warm.h"
 
 /* free blocks at least this big have their interior returned to the kernel */
 #define CX_RELEASE_MIN (1ull << 20)
@@ -87,6 +88,8 @@ static uint64_t cx_heap_alloc(char *base, uint64_t need, const cx_cfg *cfg, int 
             return 0;
         else
             prefix = want;
+        /* fresh memory: what comes next in this block is warmed before it is needed */
+        cx_warm_hint(cfg->warmer, off + prefix, off + size, cx_now_ms());
     }
     cx_free_remove(base, off);
     if (split) {
@@ -144,6 +147,20 @@ static uint64_t cx_heap_free(char *base, uint64_t off) {
     return off;
 }
 
+/* The pages the warmer faulted in inside HOLLOW free block off ([lo, hi) its interior),
+   punched once it has been idle for min_age ms; the bytes punched. (The block stays
+   HOLLOW: it holds what it held before the warmer came.) */
+static uint64_t cx_release_warmed(char *base, const cx_cfg *cfg, uint64_t off, uint64_t lo, uint64_t hi,
+                                  int64_t now, uint64_t min_age) {
+    uint64_t g = cfg->grain, at = 0;
+    uint64_t kept = (off + cx_free_prefix(base, off) + g - 1) & ~(g - 1);    /* backed ahead */
+    uint64_t len = cx_warm_release(cfg->warmer, kept > lo ? kept : lo, hi, now, min_age, &at);
+    uint64_t from = (at + g - 1) & ~(g - 1), to = (at + len) & ~(g - 1);
+    if (!len || to <= from || cx_back_punch(cfg->backing_fd, cfg->backing_off, from, to - from) != 0)
+        return 0;
+    return to - from;
+}
+
 /* Give the pages of big, idle free blocks back to the kernel: punch out each one's
    interior, keeping its header and footer pages, so the backing holds about what is
    allocated. A block qualifies after it has been seen free for min_age ms, so a block
@@ -164,7 +181,10 @@ CX_API uint64_t cx_release_free(char *base, const cx_cfg *cfg, int64_t now, uint
             uint64_t seen = f->backing & CX_BK_SEEN_MASK, size = CX_SIZE(f->size_state);
             uint64_t lo = (cur & ~(g - 1)) + g, hi = (cur + size - 8) & ~(g - 1);
             if (!max_visits--) return done;
-            if (kind == CX_BK_HOLLOW) continue;
+            if (kind == CX_BK_HOLLOW) {
+                done += cx_release_warmed(base, cfg, cur, lo, hi, now, min_age);
+                continue;
+            }
             if ((f->backing & CX_BK_TAG_MASK) != CX_BK_TAG) {
                 f->prefix = f->punched = 0;
                 seen = 0;

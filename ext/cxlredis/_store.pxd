@@ -1,6 +1,10 @@
 # The typed boundary of cxlredis._store (ext/cxlredis/_store.pyx), for the C fast path (ext/cxlredis/_fastpath.pyx).
 from libc.stdint cimport uint64_t
 
+cdef extern from *:
+    # the warmer thread of ext/arena/warm.h, opaque here
+    ctypedef struct cx_warmer "struct cx_warmer"
+
 
 cdef class Arena
 
@@ -23,6 +27,7 @@ cdef class Arena(Keyspace):
     cdef uint64_t grain          # the backing's page size (cx_back_range); 0 = a device, always backed
     cdef int backing_errno       # why the backing last refused pages for a block (ENOSPC), 0 = never
     cdef bint releases_pages     # punch idle free blocks (not with arena-prefault)
+    cdef cx_warmer* warmer       # faults in fresh pages ahead of the allocator, or NULL
     cdef int policy_id           # the arena's maxmemory-policy (tenants without their own follow it)
     cdef int samples
     cdef uint64_t maxmem         # 0 = the whole heap

@@ -174,6 +174,7 @@ cdef extern from "arena/common.h":
         uint64_t grain
         int* backing_errno
         int beyond_limits
+        cx_warmer* warmer
 
     void cx_store(uint64_t* p, uint64_t v) nogil
     void cx_acquire_fence() nogil
@@ -203,6 +204,11 @@ cdef extern from "arena/backing.h":
     int cx_os_bind(char* base, uint64_t size, int node) nogil
     void cx_os_prefault(char* base, uint64_t size) nogil
     void cx_os_unmap(char* base, uint64_t size, int fd, int sync) nogil
+
+cdef extern from "arena/warm.h":
+    cx_warmer* cx_warmer_start(char* base, uint64_t size, uint64_t window) nogil
+    void cx_warmer_stop(cx_warmer* w) nogil
+    uint64_t cx_warmer_warmed(cx_warmer* w) nogil
 
 cdef extern from "arena/index.h":
     uint64_t cx_find(char* base, uint64_t h, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen,
@@ -531,6 +537,7 @@ cdef inline cx_cfg eviction_cfg(Arena a) noexcept:
     c.grain = a.grain
     c.backing_errno = &a.backing_errno
     c.beyond_limits = 0
+    c.warmer = a.warmer
     return c
 
 
@@ -1357,11 +1364,15 @@ cdef class Arena(Keyspace):
         self.base = NULL
         self.fd = -1
         self.is_arena = True
+        self.warmer = NULL
 
     def __init__(self, path, size, *, offset=0, int databases=16, bint reset=False, bint hugepages=False,
-                 bint prefault=False, int numa_node=-1, size_option="arena-size"):
+                 bint prefault=False, int numa_node=-1, uint64_t warm_ahead=0,
+                 size_option="arena-size"):
         """The arena is the `size` bytes at `offset` (arena-offset) in the file or device at
         path: the whole file at offset 0, else a region of it, other arenas having theirs.
+        warm_ahead: bytes past the allocator's fresh memory a thread faults in before
+        writes need them (ext/arena/warm.h; at most a sixteenth of the arena, 0 = none).
         size_option: what sets `size`, for the message when the backing cannot hold it."""
         cdef bytes bpath = os.fsencode(path)
         cdef uint64_t nbytes, start, file_size = 0, avail = 0, total = 0, held = 0, grain = 0
@@ -1456,6 +1467,9 @@ cdef class Arena(Keyspace):
             if created:
                 os.unlink(bpath)
             raise
+        if self.releases_pages and warm_ahead:
+            # without one (an old kernel, no thread) the writes fault their pages themselves
+            self.warmer = cx_warmer_start(self.base, self.map_size, min(warm_ahead, self.map_size // 16))
 
     cdef int _attach(self, bint reset, bint hugepages, bint prefault, int numa_node) except -1:
         cdef cx_super* sb = CX_SB(self.base)
@@ -1541,7 +1555,9 @@ cdef class Arena(Keyspace):
             cx_store(&CX_SB(self.base).clean, 1)
         cx_slots_disable(self.base)
         with nogil:
+            cx_warmer_stop(self.warmer)
             cx_os_unmap(self.base, self.map_size, self.fd, clean)
+        self.warmer = NULL
         self.base = NULL
         self.fd = -1
 
@@ -1549,6 +1565,7 @@ cdef class Arena(Keyspace):
         # never closed: leave the clean flag cleared so the next attach rebuilds
         if self.base != NULL:
             cx_slots_disable(self.base)
+            cx_warmer_stop(self.warmer)
             cx_os_unmap(self.base, self.map_size, self.fd, 0)
             self.base = NULL
 
@@ -1745,6 +1762,8 @@ cdef class Arena(Keyspace):
             "dropped_entries": self.dropped_entries,
             # what the backing holds for the arena (a device: all of it)
             "backing_bytes": cx_os_held(self.fd, self.offset, self.map_size) if self.grain else self.map_size,
+            # faulted in ahead of the allocator since start (arena-warm-ahead)
+            "warmed_bytes": cx_warmer_warmed(self.warmer),
         }
 
     def release_free_pages(self, uint64_t max_bytes=RELEASE_BYTES):

@@ -244,6 +244,68 @@ static void test_backing_pages(const char *dir) {
     unlink(path);
 }
 
+/* The warmer faults in the pages past the fresh memory the allocator took, within the
+   free block that memory came from, touches no byte, and gives its pages back once no
+   hint has come for the release's min_age; the heap stays whole throughout. */
+static void test_warmer_runs_ahead_and_gives_back(const char *dir) {
+    const uint64_t size = 64 * MIB, window = 8 * MIB;
+    char path[4096];
+    int fd = -1, is_chr = 1, created = 0, err = 0;
+    uint64_t file_size = 1, avail, total, grain = 0;
+    char *base = NULL;
+    snprintf(path, sizeof path, "%s/warm.arena", dir);
+    unlink(path);
+    CHECK_EQ(cx_os_open(path, &fd, &file_size, &is_chr, &created), 0);
+    CHECK_EQ(cx_os_space(fd, &avail, &total, &grain), 0);
+    CHECK_EQ(cx_os_truncate(fd, size), 0);
+    CHECK_EQ(cx_os_map(fd, 0, size, &base), 0);
+    uint64_t heap_off = cx_heap_off_for(size);
+    CHECK_EQ(cx_back_range(base, fd, 0, grain, size, 0, heap_off + CX_HDR), 0);
+    CHECK_EQ(cx_back_range(base, fd, 0, grain, size, size - 8, 8), 0);
+    cx_format(base, size, 7);
+
+    cx_cfg cfg = settings(CX_NOEVICTION);
+    cfg.backing_fd = fd;
+    cfg.grain = grain;
+    cfg.warmer = cx_warmer_start(base, size, window);
+    CHECK(cfg.warmer != NULL);
+    if (!cfg.warmer) return;
+    uint64_t off = cx_heap_alloc(base, 3 * MIB, &cfg, &err);
+    CHECK(off && err == 0);
+    memset(base + off + CX_HDR, 0x5a, 3 * MIB - CX_HDR - 8);
+    uint64_t backed = cx_os_held(fd, 0, size);
+    for (int i = 0; i < 500 && cx_warmer_warmed(cfg.warmer) < window - grain; i++) usleep(10000);
+    uint64_t warmed = cx_warmer_warmed(cfg.warmer);
+    CHECK(warmed >= window - grain && warmed <= window);
+    CHECK(cx_os_held(fd, 0, size) >= backed + warmed - grain);      /* the pages are the file's */
+
+    /* not given back while the hint is fresh; then all of it, and only once */
+    int64_t now = cx_now_ms();
+    CHECK_EQ(cx_release_free(base, &cfg, now, 1000, 64 * MIB, 4096), 0);
+    uint64_t punched = cx_release_free(base, &cfg, now + 1000, 1000, 64 * MIB, 4096);
+    CHECK(punched >= warmed - 2 * grain && punched <= warmed);
+    CHECK(cx_os_held(fd, 0, size) <= backed + 2 * grain);
+    CHECK_EQ(cx_release_free(base, &cfg, now + 2000, 1000, 64 * MIB, 4096), 0);
+    CHECK_EQ(heap_check(base), 1);
+    int intact = 1;
+    for (uint64_t i = CX_HDR; i < 3 * MIB - 8; i++) intact &= (unsigned char)base[off + i] == 0x5a;
+    CHECK(intact);
+
+    /* the next fresh block is backed by the allocator as before, and warmed past again */
+    uint64_t next = cx_heap_alloc(base, 3 * MIB, &cfg, &err);
+    CHECK(next == off + 3 * MIB && err == 0);
+    CHECK(base[next + CX_HDR + 2 * MIB] == 0);
+    for (int i = 0; i < 500 && cx_warmer_warmed(cfg.warmer) < warmed + window / 2; i++) usleep(10000);
+    CHECK(cx_warmer_warmed(cfg.warmer) >= warmed + window / 2);
+    cx_heap_free(base, next);
+    cx_heap_free(base, off);
+    CHECK_EQ(heap_check(base), 1);
+
+    cx_warmer_stop(cfg.warmer);
+    cx_os_unmap(base, size, fd, 1);
+    unlink(path);
+}
+
 /* Two arenas in one file, at offsets 0 and ARENA_BYTES: each locks, allocates and
    punches only its own region. */
 static void test_backing_regions(const char *dir) {
@@ -1064,6 +1126,7 @@ int main(int argc, char **argv) {
     RUN(test_heap_reuses_holes_by_class);
     RUN(test_backing_pages, dir);
     RUN(test_backing_regions, dir);
+    RUN(test_warmer_runs_ahead_and_gives_back, dir);
     RUN(test_index_chains_with_colliding_buckets);
     RUN(test_index_identity_beyond_the_hash);
     RUN(test_same_key_per_db_and_tenant);

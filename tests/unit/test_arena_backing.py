@@ -175,11 +175,42 @@ def test_after_a_restart_punched_blocks_are_not_taken_for_backed(tmpfs, clean):
                                  f"\n{done.stderr}"
 
 
-def test_a_squeezed_backing_fails_the_write_and_evicts_nothing(tmpfs):
+def test_the_warmer_faults_in_ahead_of_writes_and_gives_the_pages_back(tmpfs):
+    where = tmpfs("256m")
+    path = str(where / "a.arena")
+    with Arena(path, 128 * MiB, warm_ahead=8 * MiB) as a:
+        metadata = held(path)
+        value = os.urandom(3 * MiB)
+        a.set(0, b"k", value)
+        deadline = time.monotonic() + 10
+        while a.stats()["warmed_bytes"] < 8 * MiB - 8192 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        warmed = a.stats()["warmed_bytes"]
+        assert 8 * MiB - 8192 <= warmed <= 8 * MiB
+        assert held(path) >= metadata + 3 * MiB + warmed
+        assert a.value_bytes(a.lookup(0, b"k")) == value
+        # writes paused: the cron's release step takes the warmed pages back
+        assert release_until_idle(a) >= warmed - 2 * 4096
+        assert held(path) <= metadata + 3 * MiB + 2 * MiB + 3 * 4096      # the value, backed ahead
+        assert a.release_free_pages() == 0
+        assert a.value_bytes(a.lookup(0, b"k")) == value
+        assert a.check() == []
+
+
+def test_no_warmer_with_prefault_or_when_asked_for_none(tmp_path):
+    for options in (dict(warm_ahead=0), dict(warm_ahead=8 * MiB, prefault=True)):
+        with Arena(str(tmp_path / "a.arena"), 64 * MiB, reset=True, **options) as a:
+            a.set(0, b"k", os.urandom(3 * MiB))
+            time.sleep(0.2)
+            assert a.stats()["warmed_bytes"] == 0, options
+
+
+@pytest.mark.parametrize("warm_ahead", [0, 16 * MiB])
+def test_a_squeezed_backing_fails_the_write_and_evicts_nothing(tmpfs, warm_ahead):
     where = tmpfs("64m")
     path = str(where / "a.arena")
     done = run_child(f"""
-        a = Arena({path!r}, 48 * MiB)
+        a = Arena({path!r}, 48 * MiB, warm_ahead={warm_ahead})
         a.policy = "allkeys-lru"
         kept = {{b"k%d" % i: os.urandom(MiB) for i in range(4)}}
         for key, value in kept.items():
