@@ -15,6 +15,7 @@ import traceback
 
 import blobs
 import client_ceiling
+import first_fill
 import hitratio
 import lmcache_mix
 import memory
@@ -29,6 +30,7 @@ BENCHMARKS = {
     "smallops": smallops.run,
     "memory": memory.run,
     "hitratio": hitratio.run,
+    "first_fill": first_fill.run,
 }
 
 
