@@ -279,9 +279,42 @@ def test_an_idle_server_holds_little_of_its_arena(tmp_path):
         server.close()
 
 
+def test_a_fresh_arena_is_warmed_ahead_of_the_writes_and_given_back(tmpfs):
+    path = tmpfs("256m") / "a.arena"
+    server = start_server(path, "128mb")        # arena-warm-ahead 64mb: capped at 1/16, 8 MiB
+    try:
+        with server.client(socket_timeout=20) as c:
+            assert c.config_get("arena-warm-ahead") == {"arena-warm-ahead": str(64 * MIB)}
+            before = file_holds(path)
+            c.set("v", value("v", 3 * MIB))
+            deadline = time.monotonic() + 10
+            while info_arena(c)["arena_warmed_bytes"] < 8 * MIB - 8192 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            warmed = info_arena(c)["arena_warmed_bytes"]
+            assert 8 * MIB - 8192 <= warmed <= 8 * MIB
+            assert file_holds(path) >= before + 3 * MIB + warmed
+            # no writes for a second: the cron gives the warmed pages back
+            held = held_after_release(path, below=before + 6 * MIB)
+            assert held < before + 6 * MIB, f"the backing still holds {held - before} bytes more"
+            assert c.get("v") == value("v", 3 * MIB)
+            assert c.execute_command("DEBUG", "ARENA-CHECK") == []
+    finally:
+        server.close()
+    off = start_server(tmpfs("64m") / "b.arena", "32mb", arena_warm_ahead=0)
+    try:
+        with off.client() as c:
+            c.set("v", value("v", 3 * MIB))
+            time.sleep(0.3)
+            assert info_arena(c)["arena_warmed_bytes"] == 0
+    finally:
+        off.close()
+
+
 def test_info_and_prometheus_report_what_the_backing_holds(tmp_path):
     path = tmp_path / "a.arena"
-    server = ServerProcess("cxlredis", {"arena-path": str(path), "metrics-port": free_port()}).start()
+    # no warmer: it would add pages between the two reads
+    server = ServerProcess("cxlredis", {"arena-path": str(path), "metrics-port": free_port(),
+                                        "arena-warm-ahead": 0}).start()
     try:
         with server.client() as c:
             c.set("v", value("v", 5 * MIB))
