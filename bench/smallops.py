@@ -1,9 +1,11 @@
 """Small-value SET/GET requests per second with redis-benchmark, with and without pipelining.
 
 Runs ``redis-benchmark -t set,get -d 64 -c 50 -n N -q`` and the same with
-``-P 16`` against each server, interleaved round by round. Note that
-redis-benchmark itself needs CPU: on a 2-core machine it competes with
-the server, the same way for every server.
+``-P 16`` against each server, interleaved round by round. Then, with ``-P 16``,
+the other commands KV-cache clients send most (EXISTS, MGET of 10, DEL, INCR,
+HSET, HGET, EXPIRE, TTL), each as a redis-benchmark command over 100,000 random
+keys that a SET pass filled first. Note that redis-benchmark itself needs CPU:
+on a 2-core machine it competes with the server, the same way for every server.
 """
 
 import re
@@ -14,6 +16,20 @@ from common import BenchConfig, BenchResult, ServerGroup, MiB, round_order, stan
 
 RESULT_LINE = re.compile(r"^([A-Z_]+): ([0-9.]+) requests per second")
 TESTS = ("SET", "GET")
+KEYSPACE = 100_000          # random keys of the KV commands (redis-benchmark -r)
+# The KV commands, as redis-benchmark commands: __rand_int__ is a random key number.
+KV_COMMANDS = {
+    "EXISTS": ["EXISTS", "kv:__rand_int__"],
+    "MGET 10": ["MGET", *(["kv:__rand_int__"] * 10)],
+    "DEL": ["DEL", "kv:__rand_int__"],
+    "INCR": ["INCR", "n:__rand_int__"],
+    "HSET": ["HSET", "h:__rand_int__", "field", "value"],
+    "HGET": ["HGET", "h:__rand_int__", "field"],
+    "EXPIRE": ["EXPIRE", "kv:__rand_int__", "1000"],
+    "TTL": ["TTL", "kv:__rand_int__"],
+}
+# before DEL (which empties what it hits), so the others find their keys
+KV_ORDER = ("EXISTS", "MGET 10", "INCR", "HSET", "HGET", "EXPIRE", "TTL", "DEL")
 
 
 def parse_rps(output: str) -> dict:
@@ -43,6 +59,26 @@ def redis_benchmark(port: int, requests: int, pipeline: int, clients: int = 50,
     return rates
 
 
+def redis_benchmark_command(port: int, requests: int, pipeline: int, args, clients: int = 50) -> float:
+    """Requests per second of one command (args, with __rand_int__ placeholders)."""
+    command = [shutil.which("redis-benchmark") or "redis-benchmark", "-h", "127.0.0.1",
+               "-p", str(port), "-c", str(clients), "-n", str(requests), "-r", str(KEYSPACE),
+               "-P", str(pipeline), "-q", *args]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                               stdin=subprocess.DEVNULL)
+    found = re.findall(r"([0-9.]+) requests per second", completed.stdout)
+    if completed.returncode != 0 or not found:
+        raise RuntimeError(f"redis-benchmark {' '.join(args)} failed (exit {completed.returncode}):\n"
+                           f"{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}")
+    return float(found[-1])
+
+
+def fill_keyspace(port: int) -> None:
+    """Every kv: key the KV commands draw (redis-benchmark -r draws with replacement, so
+    a pass of 4x the keyspace sets nearly all of them)."""
+    redis_benchmark_command(port, 4 * KEYSPACE, 16, ["SET", "kv:__rand_int__", "x" * 64])
+
+
 def run(config: BenchConfig, requests: int | None = None,
         pipelined_requests: int | None = None) -> BenchResult:
     requests = requests or (20_000 if config.quick else 200_000)
@@ -58,6 +94,13 @@ def run(config: BenchConfig, requests: int | None = None,
                     for test in TESTS:
                         result.add(f"{test} P={pipeline}", server.label, rates[test], "req/s", "higher",
                                    op=test, pipeline=pipeline)
+        for round_no in range(config.rounds):
+            for server in round_order(servers, round_no):
+                server.flushall()
+                fill_keyspace(server.port)
+                for name in KV_ORDER:
+                    rate = redis_benchmark_command(server.port, pipelined_requests, 16, KV_COMMANDS[name])
+                    result.add(f"{name} P=16", server.label, rate, "req/s", "higher", op=name, pipeline=16)
     return result
 
 
