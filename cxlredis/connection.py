@@ -31,6 +31,7 @@ OUTPUT_BACKPRESSURE = 8 << 20
 
 # The commands cxlredis._fastpath runs, by their fast_op (its Counters.last).
 _FAST_COMMANDS = tuple(sorted((spec for spec in SPECS if spec.fast_op >= 0), key=lambda spec: spec.fast_op))
+_FAST_NAMES = tuple(spec.name for spec in _FAST_COMMANDS)
 
 
 class Client(asyncio.BufferedProtocol):
@@ -186,8 +187,8 @@ class Client(asyncio.BufferedProtocol):
         self.flush()
 
     def _serve_fast(self, store, output_budget):
-        """Run the plain GETs and SETs at the head of the input in C (cxlredis._fastpath),
-        with the bookkeeping dispatch.call does; returns how many ran."""
+        """Run the plain GETs, SETs, EXISTSes and DELs at the head of the input in C
+        (cxlredis._fastpath), with the bookkeeping dispatch.call does; returns how many ran."""
         services, session, fast = self.services, self.session, self.fast_counters
         monitoring = services.monitoring
         cluster = services.cluster
@@ -199,7 +200,7 @@ class Client(asyncio.BufferedProtocol):
                 check_absent_watched_keys(services.watchers)
             stats = services.stats
             stats.total_commands_processed += ran
-            fast.fold(stats.command("get"), stats.command("set"))
+            fast.fold(stats.command, _FAST_NAMES)
             session.last_command = _FAST_COMMANDS[fast.last].name
             if fast.observed is not None:
                 argv, fast.observed = fast.observed, None

@@ -11,7 +11,7 @@ lists its subcommands as `container|sub` entries.
 """
 from dataclasses import dataclass, field
 
-from .._fastpath import FAST_GET_OP, FAST_SET_OP
+from .._fastpath import FAST_DEL_OP, FAST_EXISTS_OP, FAST_GET_OP, FAST_PTTL_OP, FAST_SET_OP, FAST_TTL_OP
 
 # Redis's ACL categories in their bit order (COMMAND INFO lists a command's
 # categories in this order), then cxlredis's own: "cxl", the co-located mapping
@@ -637,7 +637,7 @@ SPECS = [
         get_keys=_migrate_keys),
 
     # --- keyspace (commands/keys.py) --------------------------------------
-    cmd("del", -2, "write", acl="keyspace", group="generic", summary="Delete a key",
+    cmd("del", -2, "write", acl="keyspace", group="generic", fast_op=FAST_DEL_OP, summary="Delete a key",
         since="1.0.0", complexity="O(N) where N is the number of keys that will be removed. When a key "
         "to remove holds a value other than a string, the individual complexity for this key is O(M) "
         "where M is the number of elements in the list, set, sorted set or hash. Removing a single key "
@@ -651,7 +651,7 @@ SPECS = [
         "number of allocations the deleted objects where composed of.",
         tips=("request_policy:multi_shard", "response_policy:agg_sum"),
         key_specs=(ks("RM delete", 1, -1),)),
-    cmd("exists", -2, "readonly fast", acl="keyspace", group="generic",
+    cmd("exists", -2, "readonly fast", acl="keyspace", group="generic", fast_op=FAST_EXISTS_OP,
         summary="Determine if a key exists", since="1.0.0",
         complexity="O(N) where N is the number of keys to check.",
         tips=("request_policy:multi_shard", "response_policy:agg_sum"), key_specs=(ks("RO", 1, -1),)),
@@ -670,10 +670,10 @@ SPECS = [
     cmd("pexpireat", -3, "write fast", acl="keyspace", group="generic",
         summary="Set the expiration for a key as a UNIX timestamp specified in milliseconds",
         since="2.6.0", complexity="O(1)", key_specs=(ks("RW update", 1),)),
-    cmd("ttl", 2, "readonly fast", acl="keyspace", group="generic",
+    cmd("ttl", 2, "readonly fast", acl="keyspace", group="generic", fast_op=FAST_TTL_OP,
         summary="Get the time to live for a key in seconds", since="1.0.0", complexity="O(1)",
         tips=("nondeterministic_output",), key_specs=(ks("RO access", 1),)),
-    cmd("pttl", 2, "readonly fast", acl="keyspace", group="generic",
+    cmd("pttl", 2, "readonly fast", acl="keyspace", group="generic", fast_op=FAST_PTTL_OP,
         summary="Get the time to live for a key in milliseconds", since="2.6.0", complexity="O(1)",
         tips=("nondeterministic_output",), key_specs=(ks("RO access", 1),)),
     cmd("expiretime", 2, "readonly fast", acl="keyspace", group="generic",

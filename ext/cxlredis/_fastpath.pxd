@@ -11,7 +11,11 @@ cdef enum FastOp:
     NOT_FAST = -1
     FAST_GET = 0
     FAST_SET = 1
-    FAST_OPS = 2
+    FAST_EXISTS = 2
+    FAST_DEL = 3
+    FAST_TTL = 4
+    FAST_PTTL = 5
+    FAST_OPS = 6
 
 
 cdef class Counters:

@@ -1,25 +1,27 @@
 # cython: language_level=3
-"""The connection's fast path: plain GET and SET run in C.
+"""The connection's fast path: plain GET and SET, EXISTS, DEL, TTL and PTTL run in C.
 
 A pipeline of small GETs and SETs spends most of its time in the general
 Python path (spec lookup, ACL and MULTI checks, timing, handler frames) rather
 than in the work itself. When a connection is in the common state -
 authenticated as an unrestricted user, outside MULTI, replies on, nobody
-MONITORing - `serve` runs the `GET key` and `SET key value` commands at the head
-of its input here: the same arena calls, replies, eviction check and
+MONITORing - `serve` runs the `GET key`, `SET key value`, `EXISTS key...`,
+`DEL key...`, `TTL key` and `PTTL key` commands at the head of its input here: the same arena calls, replies, eviction check and
 commandstats (calls, microseconds, latency buckets) as the general path, which
 still runs everything else. Values that arrived in arena slots, and values
 large enough to be sent by reference, take the general path too: for them the
 per-command cost does not matter. In cluster mode only keys of the slots the node
 serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
-here; every other key goes to the general path for its redirect.
+here, and EXISTS and DEL of one key only (several may be a CROSSSLOT); every other
+key goes to the general path for its redirect.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport int64_t
 
 from cxlredis._resp cimport ReplyWriter, RequestParser
-from cxlredis._store cimport Arena, Keyspace, get_string, set_string, under_maxmemory
+from cxlredis._store cimport (Arena, Keyspace, delete_key, get_string, key_exists, key_ttl_ms,
+                              set_string, under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
@@ -39,6 +41,10 @@ cdef extern from "<time.h>" nogil:
 LATENCY_BUCKET_COUNT = LATENCY_BUCKETS
 FAST_GET_OP = FAST_GET
 FAST_SET_OP = FAST_SET
+FAST_EXISTS_OP = FAST_EXISTS
+FAST_DEL_OP = FAST_DEL
+FAST_TTL_OP = FAST_TTL
+FAST_PTTL_OP = FAST_PTTL
 
 
 cdef inline int64_t monotonic_ns() noexcept nogil:
@@ -47,15 +53,24 @@ cdef inline int64_t monotonic_ns() noexcept nogil:
     return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
 
 
-cdef inline bint is_name(object arg, const char *upper, const char *lower) noexcept:
-    """arg spells the 3-letter command name in any case."""
+cdef inline bint is_name(object arg, const char *upper, const char *lower, int n) noexcept:
+    """arg spells the n-letter command name in any case."""
     cdef const char *s
     cdef int i
-    if type(arg) is not bytes or PyBytes_GET_SIZE(arg) != 3:
+    if type(arg) is not bytes or PyBytes_GET_SIZE(arg) != n:
         return False
     s = PyBytes_AS_STRING(arg)
-    for i in range(3):
+    for i in range(n):
         if s[i] != upper[i] and s[i] != lower[i]:
+            return False
+    return True
+
+
+cdef inline bint all_bytes(list argv, Py_ssize_t first) noexcept:
+    """Every argument from `first` on arrived as bytes (not in an arena slot)."""
+    cdef Py_ssize_t i
+    for i in range(first, PyList_GET_SIZE(argv)):
+        if type(<object>PyList_GET_ITEM(argv, i)) is not bytes:
             return False
     return True
 
@@ -63,11 +78,18 @@ cdef inline bint is_name(object arg, const char *upper, const char *lower) noexc
 cdef inline int op_of(list argv) noexcept:
     cdef Py_ssize_t argc = PyList_GET_SIZE(argv)
     cdef object name = <object>PyList_GET_ITEM(argv, 0)
-    if argc == 2 and is_name(name, b"GET", b"get"):
-        return FAST_GET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes else NOT_FAST
-    if argc == 3 and is_name(name, b"SET", b"set"):
-        return (FAST_SET if type(<object>PyList_GET_ITEM(argv, 1)) is bytes
-                and type(<object>PyList_GET_ITEM(argv, 2)) is bytes else NOT_FAST)
+    if argc == 2 and is_name(name, b"GET", b"get", 3):
+        return FAST_GET if all_bytes(argv, 1) else NOT_FAST
+    if argc == 3 and is_name(name, b"SET", b"set", 3):
+        return FAST_SET if all_bytes(argv, 1) else NOT_FAST
+    if argc >= 2 and is_name(name, b"EXISTS", b"exists", 6):
+        return FAST_EXISTS if all_bytes(argv, 1) else NOT_FAST
+    if argc >= 2 and is_name(name, b"DEL", b"del", 3):
+        return FAST_DEL if all_bytes(argv, 1) else NOT_FAST
+    if argc == 2 and is_name(name, b"TTL", b"ttl", 3):
+        return FAST_TTL if all_bytes(argv, 1) else NOT_FAST
+    if argc == 2 and is_name(name, b"PTTL", b"pttl", 4):
+        return FAST_PTTL if all_bytes(argv, 1) else NOT_FAST
     return NOT_FAST
 
 
@@ -75,13 +97,15 @@ cdef class Counters:
     """What the fast path ran since the last fold into the server's Stats (fields in
     ext/cxlredis/_fastpath.pxd)."""
 
-    def fold(self, get_counters, set_counters):
+    def fold(self, command_counters, names):
         """Add the counts to the commandstats lists [calls, usec, rejected, failed,
-        buckets] of GET and SET, and start again from zero."""
+        buckets] that command_counters(name) gives for each command that ran (names: one
+        per FastOp, in its order), and start again from zero."""
         cdef int op, i
-        for op, counters in ((FAST_GET, get_counters), (FAST_SET, set_counters)):
+        for op, name in enumerate(names):
             if not self.calls[op]:
                 continue
+            counters = command_counters(name)
             counters[0] += self.calls[op]
             counters[1] += self.usec[op]
             buckets = counters[4]
@@ -95,7 +119,7 @@ cdef class Counters:
 def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
           Counters counters, long long watch_from_us, Py_ssize_t output_budget,
           const unsigned char[::1] serve_here=None):
-    """Run the plain GETs and SETs at the head of the parser's input.
+    """Run the plain GETs and SETs, EXISTSes and DELs at the head of the parser's input.
 
     Stops at the first other command (handed back to the parser, so next_command()
     gives it), at the end of the input, on a parse error (next_command() raises it
@@ -108,6 +132,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     """
     cdef int op, bucket, found = 0
     cdef int ran = 0
+    cdef Py_ssize_t i, argc
+    cdef long long count = 0
     cdef list argv
     cdef object key
     cdef const char *value
@@ -124,9 +150,10 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
         if op == NOT_FAST or not under_maxmemory(arena):
             parser.hand_back(argv)
             break
+        argc = PyList_GET_SIZE(argv)
         key = <object>PyList_GET_ITEM(argv, 1)
-        if serve_here is not None and not serve_here[
-                cx_key_slot(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))]:
+        if serve_here is not None and (argc > 2 and op != FAST_SET or not serve_here[
+                cx_key_slot(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))]):
             parser.hand_back(argv)
             break
         start = monotonic_ns()
@@ -134,8 +161,20 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             if op == FAST_GET:
                 found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
                                    reply._threshold.nbytes, &value, &value_len)
-            else:
+            elif op == FAST_SET:
                 set_string(store, db, key, <object>PyList_GET_ITEM(argv, 2))
+            elif op == FAST_TTL or op == FAST_PTTL:
+                count = key_ttl_ms(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+                if op == FAST_TTL and count > 0:
+                    count = (count + 500) // 1000
+            else:
+                count = 0
+                for i in range(1, argc):
+                    key = <object>PyList_GET_ITEM(argv, i)
+                    if op == FAST_EXISTS:
+                        count += key_exists(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+                    else:
+                        count += delete_key(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
         except Exception:
             # OutOfMemory (or a tenant dropped meanwhile): nothing was done, and the
             # general path runs the command again to answer and count the error.
@@ -143,6 +182,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             break
         if op == FAST_SET:
             reply._put(b"+OK\r\n", 5)
+        elif op != FAST_GET:
+            reply._header(b':', count)
         elif found < 0:
             parser.hand_back(argv)      # WRONGTYPE, or a value sent by reference
             break

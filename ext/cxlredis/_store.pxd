@@ -1,5 +1,5 @@
 # The typed boundary of cxlredis._store (ext/cxlredis/_store.pyx), for the C fast path (ext/cxlredis/_fastpath.pyx).
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int64_t, uint64_t
 
 cdef extern from *:
     # the warmer thread of ext/arena/warm.h, opaque here
@@ -52,4 +52,8 @@ cdef class Namespace(Keyspace):
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
                     const char **value, Py_ssize_t *value_len) except -2
 cdef int set_string(Keyspace ks, int db, object key, object value) except -1
+# EXISTS, TTL/PTTL and DEL of one key, likewise
+cdef int key_exists(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1
+cdef int64_t key_ttl_ms(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -3
+cdef int delete_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1
 cdef bint under_maxmemory(Arena a) except -1

@@ -712,6 +712,43 @@ cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py
     return 1
 
 
+cdef int key_exists(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1:
+    """EXISTS of one key as Keyspace.find(touch=False) answers it: 1 or 0, a hit or a
+    miss counted, an expired key deleted."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    return cx_lookup(a.base, ks.tenant, pdb, <const uint8_t *>key, key_len, 0, 1,
+                     lfu_policy(a, ks.tenant), &a.rng,
+                     &a.checksum_failures if a.checksums else NULL) != 0
+
+
+cdef int64_t key_ttl_ms(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -3:
+    """TTL/PTTL's lookup, as Keyspace.find(touch=False) answers it: the milliseconds the
+    key has left (at least 0), -1 if it has no expiry, -2 if it is missing."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef uint64_t off = cx_lookup(a.base, ks.tenant, pdb, <const uint8_t *>key, key_len, 0, 1,
+                                  lfu_policy(a, ks.tenant), &a.rng,
+                                  &a.checksum_failures if a.checksums else NULL)
+    cdef int64_t at
+    if not off:
+        return -2
+    at = CX_E(a.base, off).expire_at
+    return -1 if at == -1 else max(at - cx_now_ms(), 0)
+
+
+cdef int delete_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1:
+    """DEL of one key as Keyspace.delete does it: 1 if it was there."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef uint64_t off = cx_lookup(a.base, ks.tenant, pdb, <const uint8_t *>key, key_len, 0, 0,
+                                  lfu_policy(a, ks.tenant), &a.rng, NULL)
+    if not off:
+        return 0
+    cx_drop(a.base, off, 1)
+    return 1
+
+
 cdef int set_string(Keyspace ks, int db, object key, object value) except -1:
     """SET key value without options (Keyspace.set); raises OutOfMemory as it does."""
     cdef Arena a = ks_arena(ks)

@@ -1,4 +1,4 @@
-"""The C fast path (cxlredis._fastpath) runs plain GET/SET; everything else, and
+"""The C fast path (cxlredis._fastpath) runs plain GET/SET/EXISTS/DEL/TTL/PTTL; everything else, and
 every state it does not cover, goes through the general path. Pipelines that
 mix the two, switch between them mid-buffer, or meet the cases the fast path
 hands back (WRONGTYPE, expired keys, large values, errors) must give exactly
@@ -27,7 +27,7 @@ def stats(server, fields_compared=("keyspace_hits", "keyspace_misses", "expired_
         text = conn.request("INFO", "all").decode()
     fields = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
     wanted = {k: fields.get(k) for k in fields_compared}
-    for command in ("get", "set"):
+    for command in ("get", "set", "exists", "del", "ttl", "pttl"):
         stat = fields.get(f"cmdstat_{command}", "")
         wanted[command] = {kv.split("=")[0]: kv.split("=")[1] for kv in stat.split(",")
                            if kv.startswith(("calls=", "failed_calls=", "rejected_calls="))}
@@ -62,6 +62,52 @@ def test_long_pipeline_of_gets_and_sets(flushed):
         commands.append(("SET", f"key:{i % 97}", f"value:{i}"))
         commands.append(("GET", f"key:{(i * 7) % 131}"))
     run_on_both(flushed, commands)
+
+
+def test_exists_and_del_of_one_and_many_keys_of_every_type(flushed):
+    commands = [("SET", "s", "1"), ("HSET", "h", "f", "v"), ("SET", "e", ""),
+                ("EXISTS", "s"), ("EXISTS", "h"), ("EXISTS", "nope"), ("exists", "s", "s", "h", "nope", "e"),
+                ("EXISTS",), ("DEL",), ("ExIsTs", "s"), ("DEL", "nope"), ("del", "s", "s", "nope"),
+                ("EXISTS", "s", "h"), ("GET", "s"), ("DEL", "h", "e"), ("EXISTS", "h", "e", "s"),
+                ("SET", "s", "back"), ("EXISTS", "s"), ("GET", "s"), ("UNLINK", "s"), ("EXISTS", "s")]
+    run_on_both(flushed, commands)
+
+
+def test_long_pipeline_of_exists_and_del_among_gets_and_sets(flushed):
+    commands = []
+    for i in range(2000):
+        commands.append(("SET", f"key:{i % 53}", f"value:{i}"))
+        commands.append(("EXISTS", f"key:{(i * 7) % 61}", f"key:{(i * 3) % 59}"))
+        if i % 5 == 0:
+            commands.append(("DEL", f"key:{(i * 11) % 67}"))
+        commands.append(("GET", f"key:{(i * 13) % 71}"))
+    run_on_both(flushed, commands)
+
+
+def test_ttl_and_pttl_of_missing_persistent_and_expiring_keys(flushed):
+    commands = [("SET", "p", "v"), ("SET", "t", "v", "EX", "100"), ("SET", "m", "v", "PX", "100000"),
+                ("HSET", "h", "f", "v"), ("EXPIRE", "h", "50"),
+                ("TTL", "p"), ("TTL", "t"), ("ttl", "nope"), ("TTL", "h"), ("Pttl", "p"), ("PTTL", "nope"),
+                ("TTL",), ("TTL", "t", "x"), ("PTTL",), ("PERSIST", "t"), ("TTL", "t"), ("DEL", "p"),
+                ("TTL", "p"), ("PTTL", "p")]
+    run_on_both(flushed, commands)
+    # what is left of a TTL counts from now: compared with a margin, not byte for byte
+    for server in flushed:
+        with raw_connection(server.port) as conn:
+            assert conn.request("TTL", "m") == b":100\r\n"
+            left = int(conn.request("PTTL", "m")[1:-2])
+            assert 99_000 < left <= 100_000
+
+
+def test_expired_keys_do_not_exist_and_are_not_deleted_twice(flushed):
+    for server in flushed:
+        with raw_connection(server.port) as conn:
+            conn.request("SET", "gone", "v", "PX", "1")
+            conn.request("SET", "also", "v", "PX", "1")
+    time.sleep(0.05)
+    run_on_both(flushed, [("EXISTS", "gone"), ("DEL", "also"), ("EXISTS", "gone", "also"),
+                          ("TTL", "gone"), ("PTTL", "also"), ("DEL", "gone")],
+                fields_compared=("keyspace_hits", "keyspace_misses"))
 
 
 def test_wrong_type_and_arity_go_to_the_general_path(flushed):
