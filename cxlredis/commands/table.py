@@ -11,7 +11,8 @@ lists its subcommands as `container|sub` entries.
 """
 from dataclasses import dataclass, field
 
-from .._fastpath import FAST_DEL_OP, FAST_EXISTS_OP, FAST_GET_OP, FAST_PTTL_OP, FAST_SET_OP, FAST_TTL_OP
+from .._fastpath import (FAST_DEL_OP, FAST_EXISTS_OP, FAST_GET_OP, FAST_MGET_OP, FAST_PTTL_OP, FAST_SET_OP,
+                        FAST_TTL_OP)
 
 # Redis's ACL categories in their bit order (COMMAND INFO lists a command's
 # categories in this order), then cxlredis's own: "cxl", the co-located mapping
@@ -548,7 +549,7 @@ SPECS = [
         summary="Set the value and expiration in milliseconds of a key", since="2.6.0",
         complexity="O(1)", key_specs=(ks("OW update", 1),),
         value_args=(3, 0)),
-    cmd("mget", -2, "readonly fast", acl="string", group="string",
+    cmd("mget", -2, "readonly fast", acl="string", group="string", fast_op=FAST_MGET_OP,
         summary="Get the values of all the given keys", since="1.0.0",
         complexity="O(N) where N is the number of keys to retrieve.",
         tips=("request_policy:multi_shard",), key_specs=(ks("RO access", 1, -1),)),

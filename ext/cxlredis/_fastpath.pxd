@@ -15,7 +15,8 @@ cdef enum FastOp:
     FAST_DEL = 3
     FAST_TTL = 4
     FAST_PTTL = 5
-    FAST_OPS = 6
+    FAST_MGET = 6
+    FAST_OPS = 7
 
 
 cdef class Counters:

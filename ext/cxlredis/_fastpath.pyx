@@ -1,18 +1,19 @@
 # cython: language_level=3
-"""The connection's fast path: plain GET and SET, EXISTS, DEL, TTL and PTTL run in C.
+"""The connection's fast path: plain GET and SET, MGET, EXISTS, DEL, TTL and PTTL run in C.
 
 A pipeline of small GETs and SETs spends most of its time in the general
 Python path (spec lookup, ACL and MULTI checks, timing, handler frames) rather
 than in the work itself. When a connection is in the common state -
 authenticated as an unrestricted user, outside MULTI, replies on, nobody
 MONITORing - `serve` runs the `GET key`, `SET key value`, `EXISTS key...`,
-`DEL key...`, `TTL key` and `PTTL key` commands at the head of its input here: the same arena calls, replies, eviction check and
+`DEL key...`, `TTL key`, `PTTL key` and `MGET key...` commands at the head of its
+input here: the same arena calls, replies, eviction check and
 commandstats (calls, microseconds, latency buckets) as the general path, which
 still runs everything else. Values that arrived in arena slots, and values
 large enough to be sent by reference, take the general path too: for them the
 per-command cost does not matter. In cluster mode only keys of the slots the node
 serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
-here, and EXISTS and DEL of one key only (several may be a CROSSSLOT); every other
+here, and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); every other
 key goes to the general path for its redirect.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -21,7 +22,7 @@ from libc.stdint cimport int64_t
 
 from cxlredis._resp cimport ReplyWriter, RequestParser
 from cxlredis._store cimport (Arena, Keyspace, delete_key, get_string, key_exists, key_ttl_ms,
-                              set_string, under_maxmemory)
+                              mget_string, set_string, string_fits, under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
@@ -45,6 +46,7 @@ FAST_EXISTS_OP = FAST_EXISTS
 FAST_DEL_OP = FAST_DEL
 FAST_TTL_OP = FAST_TTL
 FAST_PTTL_OP = FAST_PTTL
+FAST_MGET_OP = FAST_MGET
 
 
 cdef inline int64_t monotonic_ns() noexcept nogil:
@@ -90,7 +92,21 @@ cdef inline int op_of(list argv) noexcept:
         return FAST_TTL if all_bytes(argv, 1) else NOT_FAST
     if argc == 2 and is_name(name, b"PTTL", b"pttl", 4):
         return FAST_PTTL if all_bytes(argv, 1) else NOT_FAST
+    if argc >= 2 and is_name(name, b"MGET", b"mget", 4):
+        return FAST_MGET if all_bytes(argv, 1) else NOT_FAST
     return NOT_FAST
+
+
+cdef int mget_fits(Keyspace store, int db, list argv, Py_ssize_t max_len) except -1:
+    """No key of the MGET holds a string at or above max_len (sent by reference, which
+    the general path does)."""
+    cdef Py_ssize_t i
+    cdef object key
+    for i in range(1, PyList_GET_SIZE(argv)):
+        key = <object>PyList_GET_ITEM(argv, i)
+        if not string_fits(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), max_len):
+            return False
+    return True
 
 
 cdef class Counters:
@@ -134,6 +150,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     cdef int ran = 0
     cdef Py_ssize_t i, argc
     cdef long long count = 0
+    cdef bint fits
     cdef list argv
     cdef object key
     cdef const char *value
@@ -156,6 +173,14 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                 cx_key_slot(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))]):
             parser.hand_back(argv)
             break
+        if op == FAST_MGET:
+            try:
+                fits = mget_fits(store, db, argv, reply._threshold.nbytes)
+            except Exception:
+                fits = False        # (a tenant dropped meanwhile) the general path answers
+            if not fits:
+                parser.hand_back(argv)
+                break
         start = monotonic_ns()
         try:
             if op == FAST_GET:
@@ -163,6 +188,17 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                                    reply._threshold.nbytes, &value, &value_len)
             elif op == FAST_SET:
                 set_string(store, db, key, <object>PyList_GET_ITEM(argv, 2))
+            elif op == FAST_MGET:
+                # mget_fits reached every key's keyspace, so once the reply has begun
+                # nothing below raises (short of MemoryError)
+                reply._header(b'*', argc - 1)
+                for i in range(1, argc):
+                    key = <object>PyList_GET_ITEM(argv, i)
+                    if mget_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                                   &value, &value_len):
+                        reply._copied_bulk(value, value_len)
+                    else:
+                        reply._null()
             elif op == FAST_TTL or op == FAST_PTTL:
                 count = key_ttl_ms(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
                 if op == FAST_TTL and count > 0:
@@ -182,6 +218,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             break
         if op == FAST_SET:
             reply._put(b"+OK\r\n", 5)
+        elif op == FAST_MGET:
+            pass                        # replied key by key
         elif op != FAST_GET:
             reply._header(b':', count)
         elif found < 0:

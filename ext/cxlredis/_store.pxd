@@ -52,7 +52,10 @@ cdef class Namespace(Keyspace):
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
                     const char **value, Py_ssize_t *value_len) except -2
 cdef int set_string(Keyspace ks, int db, object key, object value) except -1
-# EXISTS, TTL/PTTL and DEL of one key, likewise
+# MGET's check and lookup of one key; EXISTS, TTL/PTTL and DEL of one key, likewise
+cdef int string_fits(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len) except -1
+cdef int mget_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len,
+                     const char **value, Py_ssize_t *value_len) except -1
 cdef int key_exists(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1
 cdef int64_t key_ttl_ms(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -3
 cdef int delete_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1

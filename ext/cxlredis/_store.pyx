@@ -712,6 +712,37 @@ cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py
     return 1
 
 
+cdef int string_fits(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len) except -1:
+    """MGET's check before it runs here: key is missing, holds another type, or a string
+    shorter than max_len (1), or a longer string, which goes by reference (0); nothing
+    touched or counted."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef const uint8_t *k = <const uint8_t *>key
+    cdef uint64_t off = cx_find(a.base, cx_key_hash(CX_SB(a.base), ks.tenant, pdb, k, key_len),
+                                ks.tenant, pdb, k, key_len, NULL)
+    return not (off and (CX_E(a.base, off).type & CX_TYPE_MASK) == STRING_TYPE
+                and CX_E(a.base, off).value_len >= <uint64_t>max_len)
+
+
+cdef int mget_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len,
+                     const char **value, Py_ssize_t *value_len) except -1:
+    """MGET's lookup of one key, as Keyspace.find: LRU touched, a hit or a miss counted;
+    1 and the value (valid until the next write) when it holds a string, else 0."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef uint64_t off = cx_lookup(a.base, ks.tenant, pdb, <const uint8_t *>key, key_len, 1, 1,
+                                  lfu_policy(a, ks.tenant), &a.rng,
+                                  &a.checksum_failures if a.checksums else NULL)
+    cdef cx_entry* e
+    if not off or (CX_E(a.base, off).type & CX_TYPE_MASK) != STRING_TYPE:
+        return 0
+    e = CX_E(a.base, off)
+    value[0] = <const char *>CX_VAL(e)
+    value_len[0] = e.value_len
+    return 1
+
+
 cdef int key_exists(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1:
     """EXISTS of one key as Keyspace.find(touch=False) answers it: 1 or 0, a hit or a
     miss counted, an expired key deleted."""

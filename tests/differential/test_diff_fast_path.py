@@ -1,4 +1,4 @@
-"""The C fast path (cxlredis._fastpath) runs plain GET/SET/EXISTS/DEL/TTL/PTTL; everything else, and
+"""The C fast path (cxlredis._fastpath) runs plain GET/SET/MGET/EXISTS/DEL/TTL/PTTL; everything else, and
 every state it does not cover, goes through the general path. Pipelines that
 mix the two, switch between them mid-buffer, or meet the cases the fast path
 hands back (WRONGTYPE, expired keys, large values, errors) must give exactly
@@ -27,7 +27,7 @@ def stats(server, fields_compared=("keyspace_hits", "keyspace_misses", "expired_
         text = conn.request("INFO", "all").decode()
     fields = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
     wanted = {k: fields.get(k) for k in fields_compared}
-    for command in ("get", "set", "exists", "del", "ttl", "pttl"):
+    for command in ("get", "set", "mget", "exists", "del", "ttl", "pttl"):
         stat = fields.get(f"cmdstat_{command}", "")
         wanted[command] = {kv.split("=")[0]: kv.split("=")[1] for kv in stat.split(",")
                            if kv.startswith(("calls=", "failed_calls=", "rejected_calls="))}
@@ -81,7 +81,19 @@ def test_long_pipeline_of_exists_and_del_among_gets_and_sets(flushed):
         if i % 5 == 0:
             commands.append(("DEL", f"key:{(i * 11) % 67}"))
         commands.append(("GET", f"key:{(i * 13) % 71}"))
+        if i % 3 == 0:
+            commands.append(("MGET", f"key:{i % 57}", f"key:{(i * 5) % 63}", f"key:{i % 7}"))
     run_on_both(flushed, commands)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_mget_of_strings_other_types_missing_and_large_values(flushed, protocol):
+    big = b"B" * (64 * 1024)
+    commands = [("SET", "a", "1"), ("SET", "e", ""), ("HSET", "h", "f", "v"), ("SET", "big", big),
+                ("MGET", "a"), ("mget", "a", "e", "h", "nope", "a"), ("MGET",), ("MGET", "a", "big", "e"),
+                ("MGET", "big"), ("SET", "big", "small now"), ("MGET", "big", "a"),
+                ("SET", "c", b"\x00\r\n$5\r\n"), ("MGET", "c", "c"), ("DEL", "a"), ("MGET", "a", "c")]
+    run_on_both(flushed, commands, protocol)
 
 
 def test_ttl_and_pttl_of_missing_persistent_and_expiring_keys(flushed):
@@ -106,7 +118,7 @@ def test_expired_keys_do_not_exist_and_are_not_deleted_twice(flushed):
             conn.request("SET", "also", "v", "PX", "1")
     time.sleep(0.05)
     run_on_both(flushed, [("EXISTS", "gone"), ("DEL", "also"), ("EXISTS", "gone", "also"),
-                          ("TTL", "gone"), ("PTTL", "also"), ("DEL", "gone")],
+                          ("TTL", "gone"), ("PTTL", "also"), ("MGET", "gone", "also"), ("DEL", "gone")],
                 fields_compared=("keyspace_hits", "keyspace_misses"))
 
 

@@ -90,7 +90,8 @@ def test_the_fast_path_takes_the_commands_the_table_flags():
     flagged = {spec.fast_op: spec.name for spec in commands.SPECS if spec.fast_op >= 0}
     assert flagged == {_fastpath.FAST_GET_OP: "get", _fastpath.FAST_SET_OP: "set",
                        _fastpath.FAST_EXISTS_OP: "exists", _fastpath.FAST_DEL_OP: "del",
-                       _fastpath.FAST_TTL_OP: "ttl", _fastpath.FAST_PTTL_OP: "pttl"}
+                       _fastpath.FAST_TTL_OP: "ttl", _fastpath.FAST_PTTL_OP: "pttl",
+                       _fastpath.FAST_MGET_OP: "mget"}
     assert [spec.name for spec in connection._FAST_COMMANDS] == [flagged[i] for i in sorted(flagged)]
     assert metrics.LATENCY_BUCKETS == _fastpath.LATENCY_BUCKET_COUNT
     assert len(server.Stats().command("get")[4]) == _fastpath.LATENCY_BUCKET_COUNT
