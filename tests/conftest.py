@@ -87,6 +87,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import platform
 import shutil
 import signal
 import socket
@@ -113,6 +114,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("timeout") is None and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.timeout(DEFAULT_TEST_TIMEOUT))
+
+
+def _kernel_at_least(major, minor):
+    release = platform.release().split("-")[0].split(".")
+    try:
+        return (int(release[0]), int(release[1])) >= (major, minor)
+    except (IndexError, ValueError):
+        return False
+
+
+# The arena's warmer faults pages in with MADV_POPULATE_WRITE (Linux 5.14): without it
+# the server runs with none, and the tests of the warmer have nothing to test.
+needs_populate_write = pytest.mark.skipif(not _kernel_at_least(5, 14),
+                                          reason="MADV_POPULATE_WRITE needs Linux 5.14")
 
 
 def free_port() -> int:

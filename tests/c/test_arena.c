@@ -268,8 +268,13 @@ static void test_warmer_runs_ahead_and_gives_back(const char *dir) {
     cfg.backing_fd = fd;
     cfg.grain = grain;
     cfg.warmer = cx_warmer_start(base, size, window);
-    CHECK(cfg.warmer != NULL);
-    if (!cfg.warmer) return;
+    if (!cfg.warmer) {                  /* before Linux 5.14: no MADV_POPULATE_WRITE, no warmer */
+        CHECK_EQ(madvise(base, 0, MADV_POPULATE_WRITE) != 0 && errno == EINVAL, 1);
+        printf("skip test_warmer_runs_ahead_and_gives_back: no MADV_POPULATE_WRITE\n");
+        cx_os_unmap(base, size, fd, 1);
+        unlink(path);
+        return;
+    }
     uint64_t before = cx_os_held(fd, 0, size);
     uint64_t off = cx_heap_alloc(base, 3 * MIB, &cfg, &err);
     CHECK(off && err == 0);

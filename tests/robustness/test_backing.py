@@ -23,7 +23,7 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import ServerProcess, ServerStartError, free_port
+from conftest import ServerProcess, ServerStartError, free_port, needs_populate_write
 
 MIB = 1 << 20
 OOM_TEXT = "command not allowed when used memory > 'maxmemory'."     # redis-py drops the "OOM "
@@ -279,6 +279,7 @@ def test_an_idle_server_holds_little_of_its_arena(tmp_path):
         server.close()
 
 
+@needs_populate_write
 def test_a_fresh_arena_is_warmed_ahead_of_the_writes_and_given_back(tmpfs):
     path = tmpfs("256m") / "a.arena"
     server = start_server(path, "128mb")        # arena-warm-ahead 64mb: capped at 1/16, 8 MiB

@@ -16,7 +16,7 @@ import pytest
 
 from cxlredis._store import Arena, ArenaError, OutOfMemory
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, needs_populate_write
 
 MiB = 1 << 20
 
@@ -175,6 +175,7 @@ def test_after_a_restart_punched_blocks_are_not_taken_for_backed(tmpfs, clean):
                                  f"\n{done.stderr}"
 
 
+@needs_populate_write
 def test_the_warmer_faults_in_ahead_of_writes_and_gives_the_pages_back(tmpfs):
     where = tmpfs("256m")
     path = str(where / "a.arena")
