@@ -80,21 +80,22 @@ cdef inline bint all_bytes(list argv, Py_ssize_t first) noexcept:
 cdef inline int op_of(list argv) noexcept:
     cdef Py_ssize_t argc = PyList_GET_SIZE(argv)
     cdef object name = <object>PyList_GET_ITEM(argv, 0)
+    cdef int op = NOT_FAST
     if argc == 2 and is_name(name, b"GET", b"get", 3):
-        return FAST_GET if all_bytes(argv, 1) else NOT_FAST
-    if argc == 3 and is_name(name, b"SET", b"set", 3):
-        return FAST_SET if all_bytes(argv, 1) else NOT_FAST
-    if argc >= 2 and is_name(name, b"EXISTS", b"exists", 6):
-        return FAST_EXISTS if all_bytes(argv, 1) else NOT_FAST
-    if argc >= 2 and is_name(name, b"DEL", b"del", 3):
-        return FAST_DEL if all_bytes(argv, 1) else NOT_FAST
-    if argc == 2 and is_name(name, b"TTL", b"ttl", 3):
-        return FAST_TTL if all_bytes(argv, 1) else NOT_FAST
-    if argc == 2 and is_name(name, b"PTTL", b"pttl", 4):
-        return FAST_PTTL if all_bytes(argv, 1) else NOT_FAST
-    if argc >= 2 and is_name(name, b"MGET", b"mget", 4):
-        return FAST_MGET if all_bytes(argv, 1) else NOT_FAST
-    return NOT_FAST
+        op = FAST_GET
+    elif argc == 3 and is_name(name, b"SET", b"set", 3):
+        op = FAST_SET
+    elif argc >= 2 and is_name(name, b"EXISTS", b"exists", 6):
+        op = FAST_EXISTS
+    elif argc >= 2 and is_name(name, b"DEL", b"del", 3):
+        op = FAST_DEL
+    elif argc == 2 and is_name(name, b"TTL", b"ttl", 3):
+        op = FAST_TTL
+    elif argc == 2 and is_name(name, b"PTTL", b"pttl", 4):
+        op = FAST_PTTL
+    elif argc >= 2 and is_name(name, b"MGET", b"mget", 4):
+        op = FAST_MGET
+    return op if op != NOT_FAST and all_bytes(argv, 1) else NOT_FAST
 
 
 cdef int mget_fits(Keyspace store, int db, list argv, Py_ssize_t max_len) except -1:

@@ -96,6 +96,17 @@ def test_mget_of_strings_other_types_missing_and_large_values(flushed, protocol)
     run_on_both(flushed, commands, protocol)
 
 
+def test_empty_binary_and_thousands_of_keys(flushed):
+    keys = [f"many:{i}" for i in range(5000)]
+    binary = b"\x00\xff\r\n*1\r\n$3\r\nGET"
+    commands = [("SET", "", "empty key"), ("SET", binary, "binary key"), ("EXISTS", ""), ("TTL", ""),
+                ("PTTL", binary), ("MGET", "", binary, "x"), ("EXISTS", binary, "", binary),
+                *(("SET", key, key) for key in keys[::2]),
+                ("EXISTS", *keys), ("MGET", *keys), ("DEL", *keys), ("EXISTS", *keys),
+                ("DEL", "", binary), ("MGET", "", binary), ("PING",)]
+    run_on_both(flushed, commands)
+
+
 def test_ttl_and_pttl_of_missing_persistent_and_expiring_keys(flushed):
     commands = [("SET", "p", "v"), ("SET", "t", "v", "EX", "100"), ("SET", "m", "v", "PX", "100000"),
                 ("HSET", "h", "f", "v"), ("EXPIRE", "h", "50"),
