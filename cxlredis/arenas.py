@@ -36,8 +36,7 @@ class Arenas:
                 databases=config["databases"], reset=config["arena-reset"],
                 hugepages=config["arena-hugepages"], prefault=config["arena-prefault"],
                 numa_node=config["arena-numa-node"], warm_ahead=warm_ahead(config, self.path))
-        except ArenaError as e:
-            self.created.remove(region_locked)
+        except ArenaError as e:     # (Arena removes a file it created itself)
             raise ArenaError(explain_arena_error(str(e), self.path, config["arena-offset"],
                                                  config["arena-size"])) from None
         self.tenants = TenantArenas(config, self.path, self.created)
