@@ -187,8 +187,8 @@ class Client(asyncio.BufferedProtocol):
         self.flush()
 
     def _serve_fast(self, store, output_budget):
-        """Run the plain GETs, SETs, EXISTSes and DELs at the head of the input in C
-        (cxlredis._fastpath), with the bookkeeping dispatch.call does; returns how many ran."""
+        """Run the fast commands at the head of the input in C (cxlredis._fastpath), with
+        the bookkeeping dispatch.call does; returns how many ran."""
         services, session, fast = self.services, self.session, self.fast_counters
         monitoring = services.monitoring
         cluster = services.cluster

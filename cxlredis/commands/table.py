@@ -11,8 +11,9 @@ lists its subcommands as `container|sub` entries.
 """
 from dataclasses import dataclass, field
 
-from .._fastpath import (FAST_DEL_OP, FAST_EXISTS_OP, FAST_GET_OP, FAST_MGET_OP, FAST_PTTL_OP, FAST_SET_OP,
-                        FAST_TTL_OP)
+from .._fastpath import (FAST_DECR_OP, FAST_DECRBY_OP, FAST_DEL_OP, FAST_EXISTS_OP, FAST_EXPIRE_OP, FAST_GET_OP,
+                         FAST_HGET_OP, FAST_HSET_OP, FAST_INCR_OP, FAST_INCRBY_OP, FAST_MGET_OP, FAST_PTTL_OP,
+                         FAST_SET_OP, FAST_TTL_OP)
 
 # Redis's ACL categories in their bit order (COMMAND INFO lists a command's
 # categories in this order), then cxlredis's own: "cxl", the co-located mapping
@@ -468,7 +469,7 @@ SPECS = [
         summary="Forget about all watched keys", since="2.2.0", complexity="O(1)"),
 
     # --- hashes (commands/hashes.py) --------------------------------------
-    cmd("hset", -4, "write denyoom fast", acl="hash", **_HASH,
+    cmd("hset", -4, "write denyoom fast", acl="hash", **_HASH, fast_op=FAST_HSET_OP,
         summary="Set the string value of a hash field", since="2.0.0",
         complexity="O(1) for each field/value pair added, so O(N) to add N field/value pairs when "
                    "the command is called with multiple field/value pairs.",
@@ -479,7 +480,7 @@ SPECS = [
     cmd("hsetnx", 4, "write denyoom fast", acl="hash", **_HASH,
         summary="Set the value of a hash field, only if the field does not exist", since="2.0.0",
         complexity="O(1)", key_specs=(ks("RW insert", 1),)),
-    cmd("hget", 3, "readonly fast", acl="hash", **_HASH,
+    cmd("hget", 3, "readonly fast", acl="hash", **_HASH, fast_op=FAST_HGET_OP,
         summary="Get the value of a hash field", since="2.0.0", complexity="O(1)",
         key_specs=(ks("RO access", 1),)),
     cmd("hmget", -3, "readonly fast", acl="hash", **_HASH,
@@ -599,16 +600,16 @@ SPECS = [
         complexity="O(N) where N is the length of the returned string. The complexity is ultimately "
         "determined by the returned length, but because creating a substring from an existing string "
         "is very cheap, it can be considered O(1) for small strings.", key_specs=(ks("RO access", 1),)),
-    cmd("incr", 2, "write denyoom fast", acl="string", group="string",
+    cmd("incr", 2, "write denyoom fast", acl="string", group="string", fast_op=FAST_INCR_OP,
         summary="Increment the integer value of a key by one", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access update", 1),)),
-    cmd("decr", 2, "write denyoom fast", acl="string", group="string",
+    cmd("decr", 2, "write denyoom fast", acl="string", group="string", fast_op=FAST_DECR_OP,
         summary="Decrement the integer value of a key by one", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW access update", 1),)),
-    cmd("incrby", 3, "write denyoom fast", acl="string", group="string",
+    cmd("incrby", 3, "write denyoom fast", acl="string", group="string", fast_op=FAST_INCRBY_OP,
         summary="Increment the integer value of a key by the given amount", since="1.0.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
-    cmd("decrby", 3, "write denyoom fast", acl="string", group="string",
+    cmd("decrby", 3, "write denyoom fast", acl="string", group="string", fast_op=FAST_DECRBY_OP,
         summary="Decrement the integer value of a key by the given number", since="1.0.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
     cmd("incrbyfloat", 3, "write denyoom fast", acl="string", group="string",
@@ -659,7 +660,7 @@ SPECS = [
     cmd("type", 2, "readonly fast", acl="keyspace", group="generic",
         summary="Determine the type stored at key", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RO", 1),)),
-    cmd("expire", -3, "write fast", acl="keyspace", group="generic",
+    cmd("expire", -3, "write fast", acl="keyspace", group="generic", fast_op=FAST_EXPIRE_OP,
         summary="Set a key's time to live in seconds", since="1.0.0", complexity="O(1)",
         key_specs=(ks("RW update", 1),)),
     cmd("pexpire", -3, "write fast", acl="keyspace", group="generic",

@@ -16,7 +16,14 @@ cdef enum FastOp:
     FAST_TTL = 4
     FAST_PTTL = 5
     FAST_MGET = 6
-    FAST_OPS = 7
+    FAST_INCR = 7
+    FAST_DECR = 8
+    FAST_INCRBY = 9
+    FAST_DECRBY = 10
+    FAST_EXPIRE = 11
+    FAST_HGET = 12
+    FAST_HSET = 13
+    FAST_OPS = 14
 
 
 cdef class Counters:

@@ -1,15 +1,18 @@
 # cython: language_level=3
-"""The connection's fast path: plain GET and SET, MGET, EXISTS, DEL, TTL and PTTL run in C.
+"""The connection's fast path: the commands KV clients send most run in C.
 
 A pipeline of small GETs and SETs spends most of its time in the general
 Python path (spec lookup, ACL and MULTI checks, timing, handler frames) rather
 than in the work itself. When a connection is in the common state -
 authenticated as an unrestricted user, outside MULTI, replies on, nobody
 MONITORing - `serve` runs the `GET key`, `SET key value`, `EXISTS key...`,
-`DEL key...`, `TTL key`, `PTTL key` and `MGET key...` commands at the head of its
-input here: the same arena calls, replies, eviction check and
-commandstats (calls, microseconds, latency buckets) as the general path, which
-still runs everything else. Values that arrived in arena slots, and values
+`DEL key...`, `TTL key`, `PTTL key`, `MGET key...`, `INCR key`, `DECR key`,
+`INCRBY key n`, `DECRBY key n`, `EXPIRE key seconds`, `HGET key field` and
+`HSET key field value` commands at the head of its input here: the same arena calls,
+replies, eviction check and commandstats (calls, microseconds, latency buckets) as the
+general path, which still runs everything else, and every command that would answer
+with an error (WRONGTYPE, not an integer, overflow, OOM): nothing is changed or counted
+before it is handed back. Values that arrived in arena slots, and values
 large enough to be sent by reference, take the general path too: for them the
 per-command cost does not matter. In cluster mode only keys of the slots the node
 serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
@@ -18,17 +21,22 @@ key goes to the general path for its redirect.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.stdint cimport int64_t
 
 from cxlredis._resp cimport ReplyWriter, RequestParser
-from cxlredis._store cimport (Arena, Keyspace, delete_key, get_string, key_exists, key_ttl_ms,
-                              mget_string, set_string, string_fits, under_maxmemory)
+from cxlredis._store cimport (Arena, Keyspace, delete_key, expire_key, get_string, hash_get, hash_set,
+                              incr_string, key_exists, key_ttl_ms, mget_string, set_string, string_fits,
+                              under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
     unsigned int cx_key_slot(const unsigned char *key, size_t len) nogil
 
 cx_crc16_init()
+
+cdef extern from "string2ll.h":
+    bint cx_string2ll(const char *s, size_t n, long long *out) noexcept nogil
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -47,6 +55,13 @@ FAST_DEL_OP = FAST_DEL
 FAST_TTL_OP = FAST_TTL
 FAST_PTTL_OP = FAST_PTTL
 FAST_MGET_OP = FAST_MGET
+FAST_INCR_OP = FAST_INCR
+FAST_DECR_OP = FAST_DECR
+FAST_INCRBY_OP = FAST_INCRBY
+FAST_DECRBY_OP = FAST_DECRBY
+FAST_EXPIRE_OP = FAST_EXPIRE
+FAST_HGET_OP = FAST_HGET
+FAST_HSET_OP = FAST_HSET
 
 
 cdef inline int64_t monotonic_ns() noexcept nogil:
@@ -95,7 +110,33 @@ cdef inline int op_of(list argv) noexcept:
         op = FAST_PTTL
     elif argc >= 2 and is_name(name, b"MGET", b"mget", 4):
         op = FAST_MGET
+    elif argc == 2 and is_name(name, b"INCR", b"incr", 4):
+        op = FAST_INCR
+    elif argc == 2 and is_name(name, b"DECR", b"decr", 4):
+        op = FAST_DECR
+    elif argc == 3 and is_name(name, b"INCRBY", b"incrby", 6):
+        op = FAST_INCRBY
+    elif argc == 3 and is_name(name, b"DECRBY", b"decrby", 6):
+        op = FAST_DECRBY
+    elif argc == 3 and is_name(name, b"EXPIRE", b"expire", 6):
+        op = FAST_EXPIRE
+    elif argc == 3 and is_name(name, b"HGET", b"hget", 4):
+        op = FAST_HGET
+    elif argc == 4 and is_name(name, b"HSET", b"hset", 4):
+        op = FAST_HSET
     return op if op != NOT_FAST and all_bytes(argv, 1) else NOT_FAST
+
+
+cdef inline bint int_arg(list argv, Py_ssize_t i, long long *out) noexcept:
+    """argv[i] (bytes) is an integer as Redis reads one."""
+    cdef object arg = <object>PyList_GET_ITEM(argv, i)
+    return cx_string2ll(PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg), out)
+
+
+cdef inline const char *arg_at(list argv, Py_ssize_t i, Py_ssize_t *n) noexcept:
+    cdef object arg = <object>PyList_GET_ITEM(argv, i)
+    n[0] = PyBytes_GET_SIZE(arg)
+    return PyBytes_AS_STRING(arg)
 
 
 cdef int mget_fits(Keyspace store, int db, list argv, Py_ssize_t max_len) except -1:
@@ -136,7 +177,7 @@ cdef class Counters:
 def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
           Counters counters, long long watch_from_us, Py_ssize_t output_budget,
           const unsigned char[::1] serve_here=None):
-    """Run the plain GETs and SETs, EXISTSes and DELs at the head of the parser's input.
+    """Run the fast commands (the module's docstring) at the head of the parser's input.
 
     Stops at the first other command (handed back to the parser, so next_command()
     gives it), at the end of the input, on a parse error (next_command() raises it
@@ -150,12 +191,14 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     cdef int op, bucket, found = 0
     cdef int ran = 0
     cdef Py_ssize_t i, argc
-    cdef long long count = 0
+    cdef long long count = 0, delta
     cdef bint fits
     cdef list argv
     cdef object key
     cdef const char *value
-    cdef Py_ssize_t value_len
+    cdef const char *field
+    cdef const char *data
+    cdef Py_ssize_t value_len, field_len
     cdef int64_t start, elapsed_us
     while True:
         try:
@@ -170,7 +213,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             break
         argc = PyList_GET_SIZE(argv)
         key = <object>PyList_GET_ITEM(argv, 1)
-        if serve_here is not None and (argc > 2 and op != FAST_SET or not serve_here[
+        if serve_here is not None and (argc > 2 and (op == FAST_EXISTS or op == FAST_DEL or op == FAST_MGET)
+                                       or not serve_here[
                 cx_key_slot(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))]):
             parser.hand_back(argv)
             break
@@ -183,6 +227,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                 parser.hand_back(argv)
                 break
         start = monotonic_ns()
+        found = 0
         try:
             if op == FAST_GET:
                 found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
@@ -204,7 +249,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                 count = key_ttl_ms(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
                 if op == FAST_TTL and count > 0:
                     count = (count + 500) // 1000
-            else:
+            elif op == FAST_EXISTS or op == FAST_DEL:
                 count = 0
                 for i in range(1, argc):
                     key = <object>PyList_GET_ITEM(argv, i)
@@ -212,24 +257,54 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                         count += key_exists(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
                     else:
                         count += delete_key(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+            elif op == FAST_EXPIRE:
+                # seconds whose milliseconds overflow are the general path's error
+                if not int_arg(argv, 2, &delta) or not -(LLONG_MAX // 1000) <= delta <= LLONG_MAX // 1000:
+                    found = -1
+                else:
+                    found = count = expire_key(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                                               delta * 1000)
+            elif op == FAST_HGET:
+                field = arg_at(argv, 2, &field_len)
+                found = hash_get(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), field,
+                                 field_len, reply._threshold.nbytes, &value, &value_len)
+            elif op == FAST_HSET:
+                field = arg_at(argv, 2, &field_len)
+                data = arg_at(argv, 3, &value_len)
+                found = count = hash_set(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                                         field, field_len, data, value_len)
+            else:                       # INCR, DECR, INCRBY, DECRBY
+                delta = 1 if op == FAST_INCR else -1
+                if op == FAST_INCRBY or op == FAST_DECRBY:
+                    # DECRBY of the least integer is the general path's error: its negation overflows
+                    if not int_arg(argv, 2, &delta) or op == FAST_DECRBY and delta == LLONG_MIN:
+                        found = -1
+                    elif op == FAST_DECRBY:
+                        delta = -delta
+                if found == 0:
+                    found = incr_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), delta,
+                                        &count)
         except Exception:
             # OutOfMemory (or a tenant dropped meanwhile): nothing was done, and the
             # general path runs the command again to answer and count the error.
+            parser.hand_back(argv)
+            break
+        if found < 0:
+            # WRONGTYPE, not an integer, an overflow or a value sent by reference: nothing
+            # was done, and the general path runs the command
             parser.hand_back(argv)
             break
         if op == FAST_SET:
             reply._put(b"+OK\r\n", 5)
         elif op == FAST_MGET:
             pass                        # replied key by key
-        elif op != FAST_GET:
-            reply._header(b':', count)
-        elif found < 0:
-            parser.hand_back(argv)      # WRONGTYPE, or a value sent by reference
-            break
-        elif found:
-            reply._copied_bulk(value, value_len)
+        elif op == FAST_GET or op == FAST_HGET:
+            if found:
+                reply._copied_bulk(value, value_len)
+            else:
+                reply._null()
         else:
-            reply._null()
+            reply._header(b':', count)
         elapsed_us = (monotonic_ns() - start) // 1000
         bucket = 0
         while bucket < LATENCY_BUCKETS - 1 and (elapsed_us >> bucket):

@@ -27,6 +27,9 @@ from libc.string cimport memchr, memcpy, memmove
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object text, Py_ssize_t *size) except NULL
 
+cdef extern from "string2ll.h":
+    bint cx_string2ll(const char *s, size_t n, long long *out) noexcept nogil
+
 cdef extern from "sdsrepr.h":
     void cx_repr_init()
     Py_ssize_t cx_repr_size(const unsigned char *s, Py_ssize_t n) noexcept
@@ -64,48 +67,6 @@ cdef enum:
     UNAUTH_MAX_BULK = 16384
     WRITER_INITIAL = 16384
     WRITER_KEEP = 1048576               # a writer buffer grown beyond this is freed after a flush
-
-
-cdef inline bint _parse_length(const char *s, Py_ssize_t n, long long *out) noexcept:
-    """Decimal integer with Redis's string2ll rules: optional '-', no '+',
-    no leading zeros, no blanks, fewer than 21 characters, no overflow."""
-    cdef Py_ssize_t i = 0
-    cdef unsigned long long v
-    cdef unsigned char digit
-    cdef bint negative
-    if n == 0 or n >= 21:
-        return False
-    if n == 1 and s[0] == b'0':
-        out[0] = 0
-        return True
-    negative = s[0] == b'-'
-    if negative:
-        i = 1
-        if n == 1:
-            return False
-    if s[i] < b'1' or s[i] > b'9':
-        return False
-    v = 0
-    while i < n:
-        digit = <unsigned char>s[i] - 48
-        if digit > 9:
-            return False
-        if v > 1844674407370955161ULL:           # ULLONG_MAX // 10
-            return False
-        v *= 10
-        if v > 18446744073709551615ULL - digit:
-            return False
-        v += digit
-        i += 1
-    if negative:
-        if v > 9223372036854775808ULL:
-            return False
-        out[0] = -<long long>(v - 1) - 1
-    else:
-        if v > 9223372036854775807ULL:
-            return False
-        out[0] = <long long>v
-    return True
 
 
 cdef inline bint _is_space(char c) noexcept:
@@ -579,7 +540,7 @@ cdef class RequestParser:
                             self._fail("too big mbulk count string")
                         self._need = unparsed + 1
                         return None
-                    if not _parse_length(base + 1, line - 1, &length) or length > MAX_MULTIBULK:
+                    if not cx_string2ll(base + 1, line - 1, &length) or length > MAX_MULTIBULK:
                         self._fail("invalid multibulk length")
                     if length > UNAUTH_MAX_ARGS and not self._authenticated:
                         self._fail("unauthenticated multibulk length")
@@ -613,7 +574,7 @@ cdef class RequestParser:
                     return None
                 if base[0] != b'$':
                     self._fail("expected '$', got '%s'" % _printable(base[0]))
-                if (not _parse_length(base + 1, line - 1, &length) or length < 0
+                if (not cx_string2ll(base + 1, line - 1, &length) or length < 0
                         or length > self._max_bulk):
                     self._fail("invalid bulk length")
                 if length > UNAUTH_MAX_BULK and not self._authenticated:

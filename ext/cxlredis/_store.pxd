@@ -59,4 +59,13 @@ cdef int mget_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len,
 cdef int key_exists(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1
 cdef int64_t key_ttl_ms(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -3
 cdef int delete_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1
+# INCRBY, EXPIRE (in milliseconds from now), HGET and HSET of one field, likewise
+cdef int incr_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, long long delta,
+                     long long *result) except -2
+cdef int expire_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len, int64_t ttl_ms) except -2
+cdef int hash_get(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *field,
+                  Py_ssize_t field_len, Py_ssize_t max_len, const char **value,
+                  Py_ssize_t *value_len) except -2
+cdef int hash_set(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *field,
+                  Py_ssize_t field_len, const char *value, Py_ssize_t value_len) except -2
 cdef bint under_maxmemory(Arena a) except -1

@@ -17,6 +17,8 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact, PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
+from libc.limits cimport LLONG_MAX, LLONG_MIN
+from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy, memset
 from libc.errno cimport EAGAIN
 from posix.unistd cimport close as close_fd
@@ -292,6 +294,9 @@ cdef extern from "cluster/keyslot.h":
     unsigned int cx_key_slot(const unsigned char *key, size_t len) nogil
 
 cx_crc16_init()
+
+cdef extern from "string2ll.h":
+    bint cx_string2ll(const char *s, size_t n, long long *out) noexcept nogil
 
 cdef extern from "globmatch.h":
     int cx_glob(const uint8_t* p, size_t pn, const uint8_t* s, size_t sn, int nocase) nogil
@@ -587,17 +592,19 @@ cdef inline uint64_t checksum_room(Arena a) noexcept:
 
 
 cdef uint64_t reserve_or_raise(Arena a, unsigned tenant, uint64_t key_cap, uint64_t value_len,
-                               int64_t now, bint beyond_limits=False) except 0:
+                               int64_t now, bint beyond_limits=False, bint rejected=True) except 0:
+    """rejected=False: a refusal is not counted, for the fast path, whose refused write the
+    general path runs again (and counts)."""
     cdef cx_cfg cfg = eviction_cfg(a)
     cfg.beyond_limits = beyond_limits
     cdef uint64_t off = cx_reserve(a.base, tenant, key_cap + checksum_room(a), value_len, value_len, &cfg, now)
     if not off:
-        raise_oom(a, tenant, value_len)
+        raise_oom(a, tenant, value_len, rejected)
     return off
 
 
 cdef uint64_t put(Arena a, unsigned tenant, unsigned pdb, Buf* key, Buf* value, int64_t expire_at, int type,
-                  bint keep_ttl) except 0:
+                  bint keep_ttl, bint rejected=True) except 0:
     cdef int64_t now = cx_now_ms()
     cdef uint64_t off
     cdef cx_entry* old
@@ -609,7 +616,7 @@ cdef uint64_t put(Arena a, unsigned tenant, unsigned pdb, Buf* key, Buf* value, 
             old = CX_E(a.base, off)
             if not cx_expired(old, now):
                 expire_at = old.expire_at
-    off = reserve_or_raise(a, tenant, key.len, value.len, now)
+    off = reserve_or_raise(a, tenant, key.len, value.len, now, False, rejected)
     copy_bytes(CX_VAL(CX_E(a.base, off)), value.ptr, value.len)
     cx_commit(a.base, off, pdb, key.ptr, key.len, expire_at, type, 0, now, a.checksums)
     CX_SB(a.base).tmeta[tenant].bytes_written += value.len
@@ -781,7 +788,8 @@ cdef int delete_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len) ex
 
 
 cdef int set_string(Keyspace ks, int db, object key, object value) except -1:
-    """SET key value without options (Keyspace.set); raises OutOfMemory as it does."""
+    """SET key value without options (Keyspace.set); raises OutOfMemory as it does, but
+    leaves the refusal for the general path to count."""
     cdef Arena a = ks_arena(ks)
     cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
     cdef Buf k, v
@@ -789,12 +797,214 @@ cdef int set_string(Keyspace ks, int db, object key, object value) except -1:
     try:
         buf_open(&v, value)
         try:
-            put(a, ks.tenant, pdb, &k, &v, -1, STRING_TYPE, False)
+            put(a, ks.tenant, pdb, &k, &v, -1, STRING_TYPE, False, False)
         finally:
             buf_close(&v)
     finally:
         buf_close(&k)
     return 0
+
+
+cdef inline void plain_buf(Buf *b, const char *data, Py_ssize_t n) noexcept:
+    """b over bytes the caller keeps (nothing to release)."""
+    b.ptr = <const uint8_t *>data
+    b.len = n
+    b.owned = False
+
+
+cdef inline uint64_t write_lookup(Arena a, Keyspace ks, unsigned pdb, const char *key,
+                                  Py_ssize_t key_len) noexcept:
+    """A write's lookup, as Keyspace.find(stats=False) makes it (Redis's lookupKeyWrite):
+    LRU touched, no hit or miss counted, an expired key deleted."""
+    return cx_lookup(a.base, ks.tenant, pdb, <const uint8_t *>key, key_len, 1, 0,
+                     lfu_policy(a, ks.tenant), &a.rng, NULL)
+
+
+cdef inline bint holds_other_type(Arena a, Keyspace ks, unsigned pdb, const char *key,
+                                  Py_ssize_t key_len, int type) noexcept:
+    """key's entry, live or expired, is of another type (nothing touched or counted)."""
+    cdef const uint8_t *k = <const uint8_t *>key
+    cdef uint64_t off = cx_find(a.base, cx_key_hash(CX_SB(a.base), ks.tenant, pdb, k, key_len),
+                                ks.tenant, pdb, k, key_len, NULL)
+    return off != 0 and (CX_E(a.base, off).type & CX_TYPE_MASK) != type
+
+
+cdef int incr_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, long long delta,
+                     long long *result) except -2:
+    """INCRBY key delta as the general path runs it (a write's lookup, the TTL kept): 0 and
+    the new value; -1, with nothing touched or stored, when key holds another type or a
+    value that is not an integer, or the sum overflows, so the general path answers with
+    its error. Raises OutOfMemory as Keyspace.set does, leaving the general path to count it."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef long long current = 0
+    cdef uint64_t off
+    cdef cx_entry* e
+    cdef char text[24]
+    cdef Buf k, v
+    if holds_other_type(a, ks, pdb, key, key_len, STRING_TYPE):
+        return -1
+    off = write_lookup(a, ks, pdb, key, key_len)
+    if off:
+        e = CX_E(a.base, off)
+        if not cx_string2ll(<const char *>CX_VAL(e), e.value_len, &current):
+            return -1
+    if delta > 0 and current > LLONG_MAX - delta or delta < 0 and current < LLONG_MIN - delta:
+        return -1
+    result[0] = current + delta
+    plain_buf(&k, key, key_len)
+    plain_buf(&v, text, snprintf(text, sizeof(text), "%lld", result[0]))
+    put(a, ks.tenant, pdb, &k, &v, -1, STRING_TYPE, True, False)
+    return 0
+
+
+cdef int expire_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len, int64_t ttl_ms) except -2:
+    """EXPIRE without options, its time in milliseconds from now: 1 if key exists, deleted
+    when ttl_ms is not positive, else given that expiry; 0 if it is missing; -1, with
+    nothing touched, when now + ttl_ms overflows (the general path's error)."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef int64_t now = cx_now_ms()
+    cdef uint64_t off
+    if ttl_ms > LLONG_MAX - now:
+        return -1
+    off = write_lookup(a, ks, pdb, key, key_len)
+    if not off:
+        return 0
+    if ttl_ms <= 0:
+        cx_drop(a.base, off, 1)
+    else:
+        cx_set_expire(a.base, off, now + ttl_ms, now)
+    return 1
+
+
+# A hash's value (cxlredis/commands/hashes.py): a little-endian u32 field count, then per
+# field u32 length + field bytes + u32 length + value bytes.
+cdef inline uint32_t read_u32(const uint8_t *p) noexcept:
+    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline void write_u32(uint8_t *p, uint32_t v) noexcept:
+    p[0] = v & 0xff
+    p[1] = (v >> 8) & 0xff
+    p[2] = (v >> 16) & 0xff
+    p[3] = v >> 24
+
+
+cdef int find_field(const uint8_t *enc, uint64_t n, const char *field, Py_ssize_t field_len,
+                    uint64_t *value_at) noexcept:
+    """1 and the offset of field's value length word in the encoding enc[0..n), 0 if the
+    hash has no such field, -1 if the encoding is cut short."""
+    cdef uint64_t pos = 4, count, i, length
+    if n < 4:
+        return -1
+    count = read_u32(enc)
+    for i in range(count):
+        if pos + 4 > n:
+            return -1
+        length = read_u32(enc + pos)
+        if pos + 8 + length > n:
+            return -1
+        pos += 4
+        if length == <uint64_t>field_len and memcmp(enc + pos, field, field_len) == 0:
+            value_at[0] = pos + length
+            return 1 if value_at[0] + 4 + read_u32(enc + value_at[0]) <= n else -1
+        pos += length
+        length = read_u32(enc + pos)
+        if pos + 4 + length > n:
+            return -1
+        pos += 4 + length
+    return 0
+
+
+cdef int hash_get(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *field,
+                  Py_ssize_t field_len, Py_ssize_t max_len, const char **value,
+                  Py_ssize_t *value_len) except -2:
+    """HGET: 1 and the value (valid until the next write) when key's hash has field with a
+    value shorter than max_len, 0 when the key or the field is missing (a hit or a miss
+    counted for the key, as Keyspace.find does); -1, with nothing touched or counted, when
+    key holds another type or the value goes by reference, for the general path."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef const uint8_t *k = <const uint8_t *>key
+    cdef uint64_t off = cx_find(a.base, cx_key_hash(CX_SB(a.base), ks.tenant, pdb, k, key_len),
+                                ks.tenant, pdb, k, key_len, NULL)
+    cdef uint64_t at = 0
+    cdef int found = 0
+    cdef cx_entry* e
+    if off:
+        e = CX_E(a.base, off)
+        if (e.type & CX_TYPE_MASK) != HASH_TYPE:
+            return -1
+        found = find_field(CX_VAL(e), e.value_len, field, field_len, &at)
+        if found < 0 or found and read_u32(CX_VAL(e) + at) >= <uint64_t>max_len:
+            return -1
+    off = cx_lookup(a.base, ks.tenant, pdb, k, key_len, 1, 1, lfu_policy(a, ks.tenant), &a.rng,
+                    &a.checksum_failures if a.checksums else NULL)
+    if not off or not found:
+        return 0
+    e = CX_E(a.base, off)
+    value[0] = <const char *>CX_VAL(e) + at + 4
+    value_len[0] = read_u32(CX_VAL(e) + at)
+    return 1
+
+
+cdef int hash_set(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *field,
+                  Py_ssize_t field_len, const char *value, Py_ssize_t value_len) except -2:
+    """HSET key field value as the general path runs it (a write's lookup, the hash
+    re-encoded copy-on-write with its TTL kept): 1 if the field is new, 0 if its value was
+    replaced; -1, with nothing touched or stored, when key holds another type. Raises
+    OutOfMemory as Keyspace.set does, leaving the general path to count it."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef uint64_t old, fresh, n = 0, at = 0, old_value = 0, rest, size
+    cdef int64_t now = cx_now_ms(), expire_at = -1
+    cdef int found = 0
+    cdef const uint8_t *src = NULL
+    cdef uint8_t *dst
+    cdef cx_entry* e
+    if holds_other_type(a, ks, pdb, key, key_len, HASH_TYPE):
+        return -1
+    old = write_lookup(a, ks, pdb, key, key_len)
+    if old:
+        e = CX_E(a.base, old)
+        n = e.value_len
+        found = find_field(CX_VAL(e), n, field, field_len, &at)
+        if found < 0:
+            return -1
+        expire_at = e.expire_at
+        old_value = read_u32(CX_VAL(e) + at) if found else 0
+    size = n - old_value + value_len if found else (n if old else 4) + 8 + field_len + value_len
+    if old:
+        cx_pin(a.base, old)         # making room must not evict the hash being rewritten
+    try:
+        fresh = reserve_or_raise(a, ks.tenant, key_len, size, now, False, False)
+    finally:
+        if old:
+            cx_unpin(a.base, old)
+    dst = CX_VAL(CX_E(a.base, fresh))
+    if old:
+        src = CX_VAL(CX_E(a.base, old))
+    if found:
+        rest = n - (at + 4 + old_value)
+        memcpy(dst, src, at)
+        write_u32(dst + at, value_len)
+        memcpy(dst + at + 4, value, value_len)
+        memcpy(dst + at + 4 + value_len, src + at + 4 + old_value, rest)
+    else:
+        if old:
+            write_u32(dst, read_u32(src) + 1)
+            memcpy(dst + 4, src + 4, n - 4)
+        else:
+            write_u32(dst, 1)
+            n = 4
+        write_u32(dst + n, field_len)
+        memcpy(dst + n + 4, field, field_len)
+        write_u32(dst + n + 4 + field_len, value_len)
+        memcpy(dst + n + 8 + field_len, value, value_len)
+    cx_commit(a.base, fresh, pdb, <const uint8_t *>key, key_len, expire_at, HASH_TYPE, 0, now, a.checksums)
+    CX_SB(a.base).tmeta[ks.tenant].bytes_written += size
+    return not found
 
 
 cdef bint under_maxmemory(Arena a) except -1:

@@ -110,3 +110,30 @@ def test_a_pipeline_split_mid_command_is_served_whole(cxl_factory):
             extra = None
     assert extra is None
     assert replies[1::2] == [b"$%d\r\nv%d\r\n" % (len(str(i)) + 1, i) for i in range(200)]
+
+
+def test_refused_writes_are_counted_once(cxl_factory):
+    """A write the fast path cannot make room for is run again by the general path, which
+    answers -OOM: the tenant's rejected writes and the command's commandstats count it once."""
+    server = cxl_factory()
+    with raw_connection(server.port) as admin:
+        assert admin.request("ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all") == b"+OK\r\n"
+        assert admin.request("TENANT", "CREATE", "small", "QUOTA", "1mb", "POLICY", "noeviction",
+                             "USERS", "app") == b"+OK\r\n"
+    value = b"v" * 4000
+    with raw_connection(server.port) as conn:
+        assert conn.request("AUTH", "app", "pw") == b"+OK\r\n"
+        commands = [("SET", f"s{i}", value) for i in range(400)]
+        commands += [("HSET", f"h{i}", "field", value) for i in range(20)]
+        commands += [("INCR", f"n{i}") for i in range(20)]
+        replies = send_pipeline(conn, commands)
+        refused = [args[0] for args, reply in zip(commands, replies) if reply.startswith(b"-OOM ")]
+        assert len(refused) > 40 and {"SET", "HSET", "INCR"} <= set(refused)
+        assert all(reply.startswith((b"+OK", b":", b"-OOM ")) for reply in replies)
+        stats = {name: dict(kv.split("=") for kv in info_field(conn, "commandstats", f"cmdstat_{name.lower()}")
+                            .split(",")) for name in ("SET", "HSET", "INCR")}
+    assert {name: int(s["rejected_calls"]) + int(s["failed_calls"]) for name, s in stats.items()} == {
+        name: refused.count(name) for name in ("SET", "HSET", "INCR")}
+    with raw_connection(server.port) as admin:
+        info = admin.request("TENANT", "INFO", "small").decode()
+    assert f"\r\nrejected_writes\r\n:{len(refused)}\r\n" in info

@@ -91,7 +91,10 @@ def test_the_fast_path_takes_the_commands_the_table_flags():
     assert flagged == {_fastpath.FAST_GET_OP: "get", _fastpath.FAST_SET_OP: "set",
                        _fastpath.FAST_EXISTS_OP: "exists", _fastpath.FAST_DEL_OP: "del",
                        _fastpath.FAST_TTL_OP: "ttl", _fastpath.FAST_PTTL_OP: "pttl",
-                       _fastpath.FAST_MGET_OP: "mget"}
+                       _fastpath.FAST_MGET_OP: "mget", _fastpath.FAST_INCR_OP: "incr",
+                       _fastpath.FAST_DECR_OP: "decr", _fastpath.FAST_INCRBY_OP: "incrby",
+                       _fastpath.FAST_DECRBY_OP: "decrby", _fastpath.FAST_EXPIRE_OP: "expire",
+                       _fastpath.FAST_HGET_OP: "hget", _fastpath.FAST_HSET_OP: "hset"}
     assert [spec.name for spec in connection._FAST_COMMANDS] == [flagged[i] for i in sorted(flagged)]
     assert metrics.LATENCY_BUCKETS == _fastpath.LATENCY_BUCKET_COUNT
     assert len(server.Stats().command("get")[4]) == _fastpath.LATENCY_BUCKET_COUNT
