@@ -953,7 +953,8 @@ cdef int hash_set(Keyspace ks, int db, const char *key, Py_ssize_t key_len, cons
                   Py_ssize_t field_len, const char *value, Py_ssize_t value_len) except -2:
     """HSET key field value as the general path runs it (a write's lookup, the hash
     re-encoded copy-on-write with its TTL kept): 1 if the field is new, 0 if its value was
-    replaced; -1, with nothing touched or stored, when key holds another type. Raises
+    replaced; -1, with nothing touched or stored, when key holds another type (or field or
+    value is too long for the encoding's u32 lengths). Raises
     OutOfMemory as Keyspace.set does, leaving the general path to count it."""
     cdef Arena a = ks_arena(ks)
     cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
@@ -963,7 +964,9 @@ cdef int hash_set(Keyspace ks, int db, const char *key, Py_ssize_t key_len, cons
     cdef const uint8_t *src = NULL
     cdef uint8_t *dst
     cdef cx_entry* e
-    if holds_other_type(a, ks, pdb, key, key_len, HASH_TYPE):
+    # (lengths past a u32 word cannot be encoded: the general path answers those)
+    if (<uint64_t>field_len > 0xffffffffu or <uint64_t>value_len > 0xffffffffu
+            or holds_other_type(a, ks, pdb, key, key_len, HASH_TYPE)):
         return -1
     old = write_lookup(a, ks, pdb, key, key_len)
     if old:
