@@ -127,16 +127,18 @@ cdef inline int op_of(list argv) noexcept:
     return op if op != NOT_FAST and all_bytes(argv, 1) else NOT_FAST
 
 
-cdef inline bint int_arg(list argv, Py_ssize_t i, long long *out) noexcept:
-    """argv[i] (bytes) is an integer as Redis reads one."""
-    cdef object arg = <object>PyList_GET_ITEM(argv, i)
-    return cx_string2ll(PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg), out)
-
-
 cdef inline const char *arg_at(list argv, Py_ssize_t i, Py_ssize_t *n) noexcept:
+    """The bytes of argv[i] (bytes) and, in n, their length."""
     cdef object arg = <object>PyList_GET_ITEM(argv, i)
     n[0] = PyBytes_GET_SIZE(arg)
     return PyBytes_AS_STRING(arg)
+
+
+cdef inline bint int_arg(list argv, Py_ssize_t i, long long *out) noexcept:
+    """argv[i] (bytes) is an integer as Redis reads one."""
+    cdef Py_ssize_t n
+    cdef const char *text = arg_at(argv, i, &n)
+    return cx_string2ll(text, n, out)
 
 
 cdef int mget_fits(Keyspace store, int db, list argv, Py_ssize_t max_len) except -1:

@@ -202,7 +202,7 @@ def test_counters_at_every_boundary_and_on_every_stored_value(flushed):
     commands += [("INCR", "fresh"), ("DECR", "fresh2"), ("INCRBY", "fresh3", "-7"), ("DECRBY", "fresh4", "7"),
                  ("HSET", "h", "f", "1"), ("INCR", "h"), ("INCRBY", "h", "2"), ("DECR", "h"), ("HGET", "h", "f"),
                  ("incr", "fresh"), ("IncrBy", "fresh", "10"), ("INCR",), ("INCR", "a", "b"), ("INCRBY", "a"),
-                 ("DECRBY", "a", "1", "2"), ("GET", "fresh")]
+                 ("DECRBY", "a", "1", "2"), ("GET", "fresh"), ("PING",)]
     run_on_both(flushed, commands)
 
 
@@ -223,7 +223,7 @@ def test_expire_of_every_kind_of_time(flushed):
                 ("EXISTS", "k"), ("SET", "k", "v"), ("EXPIRE", "k", "-1"), ("GET", "k"), ("SET", "k", "v"),
                 ("EXPIRE", "k", "100", "NX"), ("EXPIRE", "k", "100", "XX"), ("EXPIRE", "k", "50", "GT"),
                 ("TTL", "k"), ("expire", "k", "30"), ("TTL", "k"), ("EXPIRE", "k"), ("EXPIRE",),
-                ("EXPIRE", "k", "1", "2")]
+                ("EXPIRE", "k", "1", "2"), ("PING",)]
     run_on_both(flushed, commands)
 
 
@@ -238,7 +238,7 @@ def test_hset_and_hget_of_new_replaced_empty_and_binary_fields(flushed, protocol
                 ("HSET", "h", "f"), ("HSET", "h"), ("HGET", "h"), ("HGET", "h", "f", "g"),
                 ("SET", "s", "string"), ("HSET", "s", "f", "v"), ("HGET", "s", "f"), ("GET", "s"),
                 ("HSET", "h", "f", "y"), ("GET", "h"), ("HKEYS", "h"), ("HVALS", "h"), ("DEL", "h"),
-                ("HGET", "h", "f"), ("HSET", "h", "f", "again"), ("HGETALL", "h")]
+                ("HGET", "h", "f"), ("HSET", "h", "f", "again"), ("HGETALL", "h"), ("PING",)]
     run_on_both(flushed, commands, protocol)
 
 
