@@ -17,6 +17,7 @@ import blobs
 import client_ceiling
 import first_fill
 import hitratio
+import lmcache_connectors
 import lmcache_mix
 import memory
 import smallops
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "client_ceiling": client_ceiling.run,
     "blobs": blobs.run,
     "lmcache_mix": lmcache_mix.run,
+    "lmcache_connectors": lmcache_connectors.run,
     "smallops": smallops.run,
     "memory": memory.run,
     "hitratio": hitratio.run,

@@ -237,6 +237,15 @@ class LMCacheConnector:
         """LMCache's parse of INFO memory as sent through the connector's glide client."""
         return self.call("valkey_memory_info")
 
+    def timed_store(self, hashes, version: int) -> float:
+        """Seconds LMCache's remote backend takes to store the chunks (filled beforehand)."""
+        return self.call("timed_store", hashes=list(hashes), version=version)
+
+    def timed_retrieve(self, hashes) -> tuple[float, list[str | None]]:
+        """Seconds to retrieve the chunks as the remote backend does, then their digests."""
+        seconds, digests = self.call("timed_retrieve", hashes=list(hashes))
+        return seconds, digests
+
     def expected(self, hashes, version: int) -> list[str]:
         return [expected_digest(h, version, self.chunk_bytes) for h in hashes]
 
@@ -416,6 +425,33 @@ class _ChildDriver:
             keys = keys[:readable.index(False)]
         objs = self.run(self.connector.batched_get_non_blocking("lookup", keys))
         return [self.digest_and_free(obj) for obj in objs]
+
+    # RemoteBackend's own choice: one batched call where the connector has one,
+    # otherwise every chunk's call in flight at once.
+    async def _store_all(self, keys, objs):
+        if self.connector.support_batched_put():
+            await self.connector.batched_put(keys, objs)
+        else:
+            await self.asyncio.gather(*(self.connector.put(k, o) for k, o in zip(keys, objs)))
+
+    async def _retrieve_all(self, keys):
+        if self.connector.support_batched_get():
+            return await self.connector.batched_get(keys)
+        return await self.asyncio.gather(*(self.connector.get(k) for k in keys))
+
+    def op_timed_store(self, hashes, version):
+        keys = [self.key(h) for h in hashes]
+        objs = [self.filled(h, version) for h in hashes]
+        began = time.perf_counter()
+        self.run(self._store_all(keys, objs))
+        return time.perf_counter() - began
+
+    def op_timed_retrieve(self, hashes):
+        keys = [self.key(h) for h in hashes]
+        began = time.perf_counter()
+        objs = self.run(self._retrieve_all(keys))
+        seconds = time.perf_counter() - began
+        return seconds, [self.digest_and_free(obj) for obj in objs]
 
     def op_valkey_memory_info(self):
         # ValkeyWorkerPool.node_memory_usage() sends INFO memory in cluster mode
