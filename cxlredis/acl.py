@@ -12,8 +12,7 @@ in a form compiled for the check:
 - key patterns, each with read and/or write permission (~, %R~, %W~), or all
   keys; which permission a key argument needs comes from the command's key
   specs (ACCESS needs read; INSERT, DELETE and UPDATE need write);
-- channel patterns (&...), or all channels, checked against the arguments a command's
-  spec names as channels (PUBLISH, SUBSCRIBE, ...; a PSUBSCRIBE pattern must be a rule).
+- channel patterns (&...), stored and shown: there are no pub/sub commands.
 
 To describe a user back (ACL LIST, ACL GETUSER, ACL SAVE, CONFIG REWRITE) a
 selector also keeps its command rules as given since the last +@all/-@all,
@@ -43,12 +42,11 @@ from .files import write_atomically
 log = logging.getLogger("cxlredis")
 
 # Denial reasons, in Redis's order of precedence between selectors.
-DENIED_COMMAND, DENIED_KEY, DENIED_CHANNEL = 1, 2, 4   # Redis's ACL_DENIED_* (3 is AUTH)
+DENIED_COMMAND, DENIED_KEY = 1, 2
 
 NOAUTH = "NOAUTH Authentication required."
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 NOPERM_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments"
-NOPERM_CHANNEL = "NOPERM this user has no permissions to access one of the channels used as arguments"
 NO_ACL_FILE = ("ERR This Redis instance is not configured to use an ACL file. You may want to "
                "specify users via the ACL SETUSER command and then issue a CONFIG REWRITE "
                "(assuming you have a Redis configuration file set) in order to store users in the "
@@ -207,7 +205,7 @@ class Selector:
 
     @property
     def unrestricted(self):
-        return self.all_keys and self.all_channels and len(self.allowed) == len(command_table().leaves)
+        return self.all_keys and len(self.allowed) == len(command_table().leaves)
 
     # -- rules
 
@@ -340,18 +338,7 @@ class Selector:
             for index, needs in key_arguments(spec, argv):
                 if not self.may_access(argv[index], needs):
                     return DENIED_KEY, index
-        if spec.channel_args and not self.all_channels:
-            first, last, patterns = spec.channel_args
-            for index in range(first, len(argv) if last < 0 else last + 1):
-                if not self.may_use_channel(bytes(argv[index]), patterns):
-                    return DENIED_CHANNEL, index
         return None
-
-    def may_use_channel(self, channel, is_pattern):
-        """A channel matches a rule's pattern; a PSUBSCRIBE pattern must be a rule itself."""
-        if is_pattern:
-            return channel in self.channels
-        return any(glob_match(rule, channel, False) for rule in self.channels)
 
     def may_access(self, key, needs):
         for pattern, flags in self.keys.items():
@@ -398,7 +385,7 @@ class User:
         self.sanitize = ""          # "", "sanitize-payload" or "skip-sanitize-payload"
         self.passwords = []         # SHA-256 hex digests, in the order added
         self.selectors = [Selector(all_channels)]    # the root selector first
-        self.unrestricted = False   # compiled: some selector allows every command, key and channel
+        self.unrestricted = False   # compiled: some selector allows every command on every key
 
     @property
     def root(self):
@@ -712,8 +699,6 @@ class Acl:
         context = "multi" if c.multi is not None else "toplevel"
         if reason == DENIED_KEY:
             kind, obj = "key", bytes(argv[index])
-        elif reason == DENIED_CHANNEL:
-            kind, obj = "channel", bytes(argv[index])
         else:
             kind, obj = "command", spec.name.encode()
         if not in_exec:
@@ -723,16 +708,12 @@ class Acl:
                           object=_text(obj))
         if in_exec:
             why = ("no permission to touch the specified keys" if reason == DENIED_KEY
-                   else "no permission to access one of the channels used as arguments"
-                   if reason == DENIED_CHANNEL
                    else "no permission to execute the command or subcommand")
             return ("NOPERM ACLs rules changed between the moment the transaction was accumulated "
                     "and the EXEC call. This command is no longer allowed for the following "
                     f"reason: {why}")
         if reason == DENIED_KEY:
             return NOPERM_KEY
-        if reason == DENIED_CHANNEL:
-            return NOPERM_CHANNEL
         return f"NOPERM this user has no permissions to run the '{spec.name}' command"
 
     def log_denial(self, c, reason, obj, username, context=None):

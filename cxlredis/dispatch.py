@@ -2,9 +2,9 @@
 
 lookup (unknown command / subcommand) → arity → DEBUG unless enable-debug-command
 allows it → NOAUTH → no_multi → ACL
-(command, then keys and channels) → cluster redirect (MOVED, ASK, CROSSSLOT, TRYAGAIN,
+(command, then keys) → cluster redirect (MOVED, ASK, CROSSSLOT, TRYAGAIN,
 CLUSTERDOWN; cluster mode only) → evictions (back under maxmemory; -OOM for a denyoom
-command when nothing more can go) → MONITOR and RESP2 Pub/Sub restrictions → MULTI queueing → handler, timed, with
+command when nothing more can go) → MULTI queueing → handler, timed, with
 per-command calls/usec/rejected/failed counters and per-prefix error counters
 (INFO commandstats / errorstats). A write that still finds no room raises
 OutOfMemory from the arena, answered as -OOM. A command that succeeded and is
@@ -23,9 +23,6 @@ from .metrics import LATENCY_BUCKETS
 from .slots import release_slots
 
 log = logging.getLogger("cxlredis")
-
-ALLOWED_SUBSCRIBED = frozenset(("ping", "subscribe", "ssubscribe", "psubscribe", "unsubscribe",
-                                "sunsubscribe", "punsubscribe", "quit", "reset"))
 
 
 def dispatch(c, argv):
@@ -57,11 +54,6 @@ def dispatch(c, argv):
     # A MONITOR connection is a replica to Redis: it may not touch the keyspace.
     if error is None and c.monitoring and spec.touches_keyspace:
         error = "ERR Replica can't interact with the keyspace"
-    # RESP2 has no room for replies between messages: a subscribed connection may only
-    # change its subscriptions, PING, QUIT or RESET (RESP3 pushes, so anything goes there).
-    if error is None and c.subscribed and c.protocol == 2 and spec.name not in ALLOWED_SUBSCRIBED:
-        error = (f"ERR Can't execute '{spec.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
-                 "PING / QUIT / RESET are allowed in this context")
     if error is not None:
         # A refused command stores nothing. Inside MULTI it is not queued either, so the
         # connection (which releases after the transaction) would never see its reservations.
@@ -126,10 +118,6 @@ def call(c, spec, argv):
     try:
         if c.reply_mode == "on":
             spec.handler(c, argv)
-        elif spec.replies_are_pushes:
-            spec.handler(c, argv)
-            if c.reply_mode == "skip":
-                c.reply_mode = "on"
         else:
             with_reply_mode(c, lambda: spec.handler(c, argv))
     except (CommandError, OutOfMemory, WrongType, TenantError) as e:

@@ -72,9 +72,9 @@ def cmd_acl_dryrun(c, argv):
     denied = None if "no_auth" in spec.flags else user.check(spec, target)
     if denied is None:
         c.reply.ok()
-    elif denied[0] in (rules.DENIED_KEY, rules.DENIED_CHANNEL):
-        kind = b"key" if denied[0] == rules.DENIED_KEY else b"channel"
-        c.reply.bulk(b"This user has no permissions to access the '%s' %s" % (bytes(target[denied[1]]), kind))
+    elif denied[0] == rules.DENIED_KEY:
+        key = bytes(target[denied[1]])
+        c.reply.bulk(b"This user has no permissions to access the '" + key + b"' key")
     else:
         c.reply.bulk(f"This user has no permissions to run the '{spec.name}' command")
 
