@@ -61,7 +61,8 @@ def run(config, schemes=None, fill=None, batch=None) -> BenchResult:
         result.notes.append(f"skipped: {missing}")
         return result
     for geometry in GEOMETRIES.values():
-        chunks = max(batch, fill // geometry.nbytes)
+        chunks = max(1, fill // geometry.nbytes)
+        per_call = min(batch, chunks)
         name = format_size(geometry.nbytes)
         for scheme in schemes:
             for round_no in range(config.rounds):
@@ -69,14 +70,14 @@ def run(config, schemes=None, fill=None, batch=None) -> BenchResult:
                     # Redis counts the query buffers of a batch in flight against
                     # maxmemory: leave room for them besides the chunks themselves.
                     with Server(spec, maxmemory=4 * chunks * geometry.nbytes) as server:
-                        store, retrieve = measure(server, scheme, geometry, chunks, batch, round_no)
+                        store, retrieve = measure(server, scheme, geometry, chunks, per_call, round_no)
                     tags = dict(size=geometry.nbytes, scheme=scheme)
                     result.add(f"{scheme}:// store {name} (fresh server)", spec.label, store,
                                "GB/s", "higher", **tags)
                     result.add(f"{scheme}:// retrieve {name}", spec.label, retrieve,
                                "GB/s", "higher", **tags)
-    result.notes.append(f"{format_size(fill)} of chunks per phase, {batch} chunks per LMCache "
-                        "call, one connector per server per round, each server started for "
+    result.notes.append(f"{format_size(fill)} of chunks per phase (one chunk at least), up to "
+                        f"{batch} chunks per LMCache call, one connector per server per round, each server started for "
                         "the round; every retrieved chunk is compared with what was stored.")
     return result
 

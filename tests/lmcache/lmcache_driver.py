@@ -243,8 +243,7 @@ class LMCacheConnector:
 
     def timed_retrieve(self, hashes) -> tuple[float, list[str | None]]:
         """Seconds to retrieve the chunks as the remote backend does, then their digests."""
-        seconds, digests = self.call("timed_retrieve", hashes=list(hashes))
-        return seconds, digests
+        return tuple(self.call("timed_retrieve", hashes=list(hashes)))
 
     def expected(self, hashes, version: int) -> list[str]:
         return [expected_digest(h, version, self.chunk_bytes) for h in hashes]
