@@ -12,7 +12,8 @@ in a form compiled for the check:
 - key patterns, each with read and/or write permission (~, %R~, %W~), or all
   keys; which permission a key argument needs comes from the command's key
   specs (ACCESS needs read; INSERT, DELETE and UPDATE need write);
-- channel patterns (&...), stored and shown: there are no pub/sub commands.
+- channel patterns (&...), or all channels, checked against the arguments a command's
+  spec names as channels (PUBLISH, SUBSCRIBE, ...; a PSUBSCRIBE pattern must be a rule).
 
 To describe a user back (ACL LIST, ACL GETUSER, ACL SAVE, CONFIG REWRITE) a
 selector also keeps its command rules as given since the last +@all/-@all,
@@ -42,11 +43,12 @@ from .files import write_atomically
 log = logging.getLogger("cxlredis")
 
 # Denial reasons, in Redis's order of precedence between selectors.
-DENIED_COMMAND, DENIED_KEY = 1, 2
+DENIED_COMMAND, DENIED_KEY, DENIED_CHANNEL = 1, 2, 4   # Redis's ACL_DENIED_* (3 is AUTH)
 
 NOAUTH = "NOAUTH Authentication required."
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 NOPERM_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments"
+NOPERM_CHANNEL = "NOPERM this user has no permissions to access one of the channels used as arguments"
 NO_ACL_FILE = ("ERR This Redis instance is not configured to use an ACL file. You may want to "
                "specify users via the ACL SETUSER command and then issue a CONFIG REWRITE "
                "(assuming you have a Redis configuration file set) in order to store users in the "
@@ -175,6 +177,13 @@ def _lower(op: bytes) -> str:
 
 # ---------------------------------------------------------------- selectors and users
 
+def channel_allowed(rules, channel, is_pattern):
+    """A channel matches a rule's pattern; a PSUBSCRIBE pattern must be a rule itself."""
+    if is_pattern:
+        return channel in rules
+    return any(glob_match(rule, channel, False) for rule in rules)
+
+
 class Selector:
     """What one selector's rules allow: commands, keys and channels."""
 
@@ -204,7 +213,7 @@ class Selector:
         return other
 
     @property
-    def unrestricted(self):
+    def unrestricted_keys(self):
         return self.all_keys and len(self.allowed) == len(command_table().leaves)
 
     # -- rules
@@ -338,7 +347,15 @@ class Selector:
             for index, needs in key_arguments(spec, argv):
                 if not self.may_access(argv[index], needs):
                     return DENIED_KEY, index
+        if spec.channel_args and not self.all_channels:
+            first, last, patterns = spec.channel_args
+            for index in range(first, len(argv) if last < 0 else last + 1):
+                if not self.may_use_channel(bytes(argv[index]), patterns):
+                    return DENIED_CHANNEL, index
         return None
+
+    def may_use_channel(self, channel, is_pattern):
+        return channel_allowed(self.channels, channel, is_pattern)
 
     def may_access(self, key, needs):
         for pattern, flags in self.keys.items():
@@ -376,7 +393,8 @@ class Selector:
 
 
 class User:
-    __slots__ = ("name", "enabled", "nopass", "sanitize", "passwords", "selectors", "unrestricted")
+    __slots__ = ("name", "enabled", "nopass", "sanitize", "passwords", "selectors", "unrestricted",
+                 "unrestricted_keys")
 
     def __init__(self, name: bytes, all_channels=False):
         self.name = name
@@ -385,7 +403,9 @@ class User:
         self.sanitize = ""          # "", "sanitize-payload" or "skip-sanitize-payload"
         self.passwords = []         # SHA-256 hex digests, in the order added
         self.selectors = [Selector(all_channels)]    # the root selector first
-        self.unrestricted = False   # compiled: some selector allows every command on every key
+        # compiled: some selector allows every command on every key (what the fast path's
+        # commands need) and, for unrestricted, on every channel too
+        self.unrestricted_keys = self.unrestricted = False
 
     @property
     def root(self):
@@ -404,7 +424,9 @@ class User:
         self.compile()
 
     def compile(self):
-        self.unrestricted = any(selector.unrestricted for selector in self.selectors)
+        self.unrestricted_keys = any(selector.unrestricted_keys for selector in self.selectors)
+        self.unrestricted = any(selector.unrestricted_keys and selector.all_channels
+                                for selector in self.selectors)
 
     @property
     def flags(self):
@@ -699,6 +721,8 @@ class Acl:
         context = "multi" if c.multi is not None else "toplevel"
         if reason == DENIED_KEY:
             kind, obj = "key", bytes(argv[index])
+        elif reason == DENIED_CHANNEL:
+            kind, obj = "channel", bytes(argv[index])
         else:
             kind, obj = "command", spec.name.encode()
         if not in_exec:
@@ -708,12 +732,16 @@ class Acl:
                           object=_text(obj))
         if in_exec:
             why = ("no permission to touch the specified keys" if reason == DENIED_KEY
+                   else "no permission to access one of the channels used as arguments"
+                   if reason == DENIED_CHANNEL
                    else "no permission to execute the command or subcommand")
             return ("NOPERM ACLs rules changed between the moment the transaction was accumulated "
                     "and the EXEC call. This command is no longer allowed for the following "
                     f"reason: {why}")
         if reason == DENIED_KEY:
             return NOPERM_KEY
+        if reason == DENIED_CHANNEL:
+            return NOPERM_CHANNEL
         return f"NOPERM this user has no permissions to run the '{spec.name}' command"
 
     def log_denial(self, c, reason, obj, username, context=None):
@@ -724,7 +752,7 @@ class Acl:
 
     # -- ACL SETUSER / DELUSER
 
-    def set_user(self, name: bytes, ops):
+    def set_user(self, name: bytes, ops, current=None):
         """ACL SETUSER: all rules or none; raises CommandError with Redis's text."""
         if has_spaces(name):
             raise CommandError(f"ERR {BAD_USERNAME}")
@@ -741,8 +769,31 @@ class Acl:
                 raise CommandError(f"ERR Error in ACL SETUSER modifier '{_text(op)}': {e}") from None
         if existing is None:
             self.users[name] = existing = User(name)
+            existing.assign(trial)
+            return existing
+        revoked = self.revoked_subscribers(existing, trial)
         existing.assign(trial)
+        self.clients.disconnect(revoked, current)
         return existing
+
+    def revoked_subscribers(self, user, upcoming):
+        """The sessions of user subscribed where the upcoming rules no longer let them
+        (Redis's ACLKillPubsubClientsIfNeeded, with its shortcuts: none when an upcoming
+        selector allows every channel, or when every channel rule of the user is kept)."""
+        if any(selector.all_channels for selector in upcoming.selectors):
+            return []
+        rules = [rule for selector in upcoming.selectors for rule in selector.channels]
+        if all(not selector.all_channels and all(rule in rules for rule in selector.channels)
+               for selector in user.selectors):
+            return []
+
+        def still_allowed(subscriptions):
+            return (all(channel_allowed(rules, name, True) for _, name in subscriptions.patterns)
+                    and all(channel_allowed(rules, name, False)
+                            for kind in (subscriptions.channels, subscriptions.shard_channels)
+                            for _, name in kind))
+        return [c for c in self.clients.sessions()
+                if c.user is user and c.subscribed and not still_allowed(c.subscriptions)]
 
     def delete_users(self, names, current):
         """ACL DELUSER: remove the users and close their connections; the number removed."""

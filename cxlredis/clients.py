@@ -80,10 +80,12 @@ class Clients:
 
 
 def client_flags(connection):
-    """Redis's flag letters, in its order: O monitor, x MULTI, d a watched key changed,
-    c closing after the reply, U unix socket, e no-evict; N for none."""
+    """Redis's flag letters, in its order: O monitor, P subscribed, x MULTI, d a watched key
+    changed, c closing after the reply, U unix socket, e no-evict; N for none."""
     s = connection.session
     flags = "O" if s.monitoring else ""
+    if s.subscribed:
+        flags += "P"
     if s.multi is not None:
         flags += "x"
     if s.watched and watched_keys_changed(s):
@@ -105,6 +107,7 @@ def info_line(connection, running=None):
     not yet handed to the transport, oll the arena values they reference, omem the bytes
     the transport still holds; Redis's buffer-capacity fields (qbuf-free, rbs, rbp) are 0."""
     s = connection.session
+    subs = s.subscriptions
     now = time.monotonic()
     qbuf = connection.parser.buffered
     argv_mem = sum(len(arg) for arg in running) if running else 0
@@ -115,7 +118,8 @@ def info_line(connection, running=None):
     return (f"id={s.id} addr={s.addr} laddr={s.laddr} fd={connection.fd} "
             f"name={s.name.decode('utf-8', 'replace')} age={int(now - s.created)} "
             f"idle={int(now - connection.last_interaction)} flags={client_flags(connection)} "
-            f"db={s.db} sub=0 psub=0 ssub=0 multi={len(s.multi) if s.multi is not None else -1} "
+            f"db={s.db} sub={len(subs.channels)} psub={len(subs.patterns)} "
+            f"ssub={len(subs.shard_channels)} multi={len(s.multi) if s.multi is not None else -1} "
             f"qbuf={qbuf} qbuf-free=0 argv-mem={argv_mem} multi-mem={multi_mem} rbs=0 rbp=0 "
             f"obl={obl} oll={len(connection.inflight_pins)} omem={omem} "
             f"tot-mem={qbuf + argv_mem + multi_mem + obl + omem} events={events} "

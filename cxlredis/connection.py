@@ -87,6 +87,7 @@ class Client(asyncio.BufferedProtocol):
         self.inflight_pins.extend(session.reply.discard())  # replies that will never be sent
         self._unpin_all()
         services.watchers.discard(session)
+        services.pubsub.drop_all(session)
         services.clients.unregister(self)
 
     def release_reservations(self):
@@ -138,9 +139,9 @@ class Client(asyncio.BufferedProtocol):
                 parser.authenticated = not services.acl.auth_required
             else:
                 parser.authenticated = True
-                if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted
+                if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted_keys
                         and isinstance(store, Keyspace) and services.monitoring.watch_from_us
-                        and not session.asking):
+                        and not session.asking and not session.subscribed):
                     # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
                     # its keyspace commands and feeds every command to it)
                     commands += self._serve_fast(store, output_budget)
@@ -267,9 +268,11 @@ class Client(asyncio.BufferedProtocol):
         return self.closing
 
     def check_output_limit(self, queued):
-        """client-output-buffer-limit (normal class), as Redis applies it: over the hard
-        limit, or over the soft one for longer than its seconds, the client is closed."""
-        hard, soft, soft_seconds = self.services.config["client-output-buffer-limit"]["normal"]
+        """client-output-buffer-limit, as Redis applies it: over the hard limit, or over the
+        soft one for longer than its seconds, the client is closed. A subscribed client is
+        in the pubsub class."""
+        limits = self.services.config["client-output-buffer-limit"]
+        hard, soft, soft_seconds = limits["pubsub" if self.session.subscribed else "normal"]
         if soft and queued > soft:
             if self.soft_limit_since is None:
                 self.soft_limit_since = time.monotonic()

@@ -8,6 +8,7 @@ else: not the connection (its transport, buffers and limits belong to
 connection.py) and not the server. The connection acts on what a handler asks
 for through the context's flags (close_after_command) once the command is done.
 """
+from .pubsub import Subscriptions
 from .slots import SlotArg, release_slots
 
 
@@ -28,7 +29,7 @@ class Services(Parts):
     (server.py). Functions stand in where a command needs one answer and nothing more
     of its owner (INFO's text, the arena check, the shutdown request)."""
 
-    __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring",
+    __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring", "pubsub",
                  "clients", "watchers", "cluster", "migrate_links", "version", "lastsave",
                  "info", "check_arenas", "reset_stats", "request_shutdown",
                  "check_shutdown_allowed")
@@ -48,7 +49,7 @@ class CallContext:
                  "laddr", "unix", "local", "created", "db", "protocol", "multi", "multi_dirty",
                  "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
                  "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued",
-                 "asking", "readonly")
+                 "asking", "readonly", "subscriptions", "subscribed")
 
     def __init__(self, services, reply, store, created, dispatch_queued):
         self.services = services
@@ -77,6 +78,8 @@ class CallContext:
         self.dispatch_queued = dispatch_queued
         self.asking = False          # cluster: ASKING came before this command (or this MULTI)
         self.readonly = False        # cluster: READONLY (reads from a replica; none here)
+        self.subscriptions = Subscriptions()   # its channels, patterns and shard channels
+        self.subscribed = False      # any of them (Redis's CLIENT_PUBSUB): RESP2 allows few commands
 
     def set_protocol(self, protover):
         self.protocol = protover

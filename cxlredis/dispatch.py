@@ -2,9 +2,9 @@
 
 lookup (unknown command / subcommand) → arity → DEBUG unless enable-debug-command
 allows it → NOAUTH → no_multi → ACL
-(command, then keys) → cluster redirect (MOVED, ASK, CROSSSLOT, TRYAGAIN,
+(command, then keys and channels) → cluster redirect (MOVED, ASK, CROSSSLOT, TRYAGAIN,
 CLUSTERDOWN; cluster mode only) → evictions (back under maxmemory; -OOM for a denyoom
-command when nothing more can go) → MULTI queueing → handler, timed, with
+command when nothing more can go) → MONITOR and RESP2 Pub/Sub restrictions → MULTI queueing → handler, timed, with
 per-command calls/usec/rejected/failed counters and per-prefix error counters
 (INFO commandstats / errorstats). A write that still finds no room raises
 OutOfMemory from the arena, answered as -OOM. A command that succeeded and is
@@ -24,6 +24,9 @@ from .slots import release_slots
 
 log = logging.getLogger("cxlredis")
 
+ALLOWED_SUBSCRIBED = frozenset(("ping", "subscribe", "ssubscribe", "psubscribe", "unsubscribe",
+                                "sunsubscribe", "punsubscribe", "quit", "reset"))
+
 
 def dispatch(c, argv):
     """Run one command of session c (a context.CallContext), Redis's checks first."""
@@ -33,7 +36,7 @@ def dispatch(c, argv):
     c.last_command = spec.name if spec is not None else "NULL"
     if error is None and spec.name == "debug" and not protected.allowed(c, "enable-debug-command"):
         error = protected.DEBUG_NOT_ALLOWED
-    if error is None and (not c.authenticated or c.multi is not None or not c.user.unrestricted):
+    if error is None and (not c.authenticated or c.multi is not None or acl_applies(c.user, spec)):
         error = refusal(c, spec, argv)
     if error is None and c.services.cluster is not None:
         error = redirect(c, spec, argv)
@@ -54,6 +57,11 @@ def dispatch(c, argv):
     # A MONITOR connection is a replica to Redis: it may not touch the keyspace.
     if error is None and c.monitoring and spec.touches_keyspace:
         error = "ERR Replica can't interact with the keyspace"
+    # RESP2 has no room for replies between messages: a subscribed connection may only
+    # change its subscriptions, PING, QUIT or RESET (RESP3 pushes, so anything goes there).
+    if error is None and c.subscribed and c.protocol == 2 and spec.name not in ALLOWED_SUBSCRIBED:
+        error = (f"ERR Can't execute '{spec.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
+                 "PING / QUIT / RESET are allowed in this context")
     if error is not None:
         # A refused command stores nothing. Inside MULTI it is not queued either, so the
         # connection (which releases after the transaction) would never see its reservations.
@@ -78,13 +86,18 @@ def dispatch(c, argv):
     call(c, spec, argv)
 
 
+def acl_applies(user, spec):
+    """Whether the user's rules could refuse this command (the check is skipped otherwise)."""
+    return not (user.unrestricted or user.unrestricted_keys and not spec.channel_args)
+
+
 def refusal(c, spec, argv):
     """The error refusing a known command before it runs, or None (Redis's order)."""
     if not c.authenticated and c.services.acl.auth_required and "no_auth" not in spec.flags:
         return acl.NOAUTH
     if c.multi is not None and spec.queued_in_multi and "no_multi" in spec.flags:
         return "ERR Command not allowed inside a transaction"
-    if not c.user.unrestricted and "no_auth" not in spec.flags:
+    if acl_applies(c.user, spec) and "no_auth" not in spec.flags:
         return c.services.acl.denial(c, spec, argv)
     return None
 
@@ -92,7 +105,7 @@ def refusal(c, spec, argv):
 def call_queued(c, argv):
     """EXEC runs a queued command: the ACLs are checked again, they may have changed since."""
     spec, _ = lookup(argv)      # it was looked up when queued: known, with its arity right
-    if not c.user.unrestricted and "no_auth" not in spec.flags:
+    if acl_applies(c.user, spec) and "no_auth" not in spec.flags:
         error = c.services.acl.denial(c, spec, argv, in_exec=True)
         if error is not None:
             c.services.stats.error(error)
@@ -118,6 +131,10 @@ def call(c, spec, argv):
     try:
         if c.reply_mode == "on":
             spec.handler(c, argv)
+        elif spec.replies_are_pushes:
+            spec.handler(c, argv)
+            if c.reply_mode == "skip":
+                c.reply_mode = "on"
         else:
             with_reply_mode(c, lambda: spec.handler(c, argv))
     except (CommandError, OutOfMemory, WrongType, TenantError) as e:

@@ -16,6 +16,7 @@ from ._fastpath import LATENCY_BUCKET_COUNT
 from .config import format_double
 from .context import Parts
 from .files import mount_of
+from .pubsub import CHANNELS, PATTERNS, SHARD_CHANNELS
 
 # Redis 7.0's order (INFO lists sections in it whatever order they were asked in), ours last.
 ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
@@ -47,9 +48,10 @@ class Process:
 class Sources(Parts):
     """What INFO and the Prometheus exporter read, handed over by the composition root:
     process (Process), config, stats (the command counters), clients, arenas
-    (arenas.Arenas), leases, tenants, and cluster (None outside cluster mode)."""
+    (arenas.Arenas), leases, tenants, cluster (None outside cluster mode) and pubsub."""
 
-    __slots__ = ("process", "config", "stats", "clients", "arenas", "leases", "tenants", "cluster")
+    __slots__ = ("process", "config", "stats", "clients", "arenas", "leases", "tenants", "cluster",
+                 "pubsub")
 
 
 def info(sources, requested, client=None):
@@ -179,8 +181,9 @@ def _stats(s):
         ("evicted_keys", st["evicted_keys"]),
         ("keyspace_hits", st["keyspace_hits"]),
         ("keyspace_misses", st["keyspace_misses"]),
-        ("pubsub_channels", 0),
-        ("pubsub_patterns", 0),
+        ("pubsub_channels", s.pubsub.count(CHANNELS)),
+        ("pubsub_patterns", s.pubsub.count(PATTERNS)),
+        ("pubsubshard_channels", s.pubsub.count(SHARD_CHANNELS)),
         ("total_error_replies", stats.total_error_replies),
     ]
 

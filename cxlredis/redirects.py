@@ -35,7 +35,7 @@ def redirect(c, spec, argv):
     writes = False
     for call_spec, call_argv in calls:
         writes |= "write" in call_spec.flags
-        for index in key_positions(call_spec, call_argv):
+        for index in key_positions(call_spec, call_argv, include_not_keys=True):
             key = call_argv[index]
             this_slot = key_slot(key)
             if slot is None:
@@ -87,7 +87,7 @@ def redirected_unread(cluster, spec, args):
     if not cluster.ok:
         return True
     me = cluster.myself
-    for index in key_positions(spec, args):
+    for index in key_positions(spec, args, include_not_keys=True):
         if index < len(args):
             slot = key_slot(args[index])
             if cluster.owner[slot] is not me and slot not in cluster.importing:

@@ -28,6 +28,7 @@ from .leases import Leases
 from .metrics import LATENCY_BUCKETS, Process, Sources, human_bytes
 from .monitoring import Monitoring
 from .prometheus import Exporter
+from .pubsub import PubSub
 from .slot_keys import SlotKeys
 from .tenants import Tenants
 
@@ -132,6 +133,7 @@ class Server:
         self.large_threshold = LargeValueThreshold(config["large-value-threshold"])
         self.monitoring = Monitoring(config)       # SLOWLOG, LATENCY and MONITOR clients
         self.clients = Clients(config, self.stats, self.monitoring.monitors)
+        self.pubsub = PubSub(self.clients)
         self.audit = AuditLog(config)
         self.acl = Acl(config, self.audit, self.clients)
         self._watch_config()
@@ -145,11 +147,11 @@ class Server:
         self.cluster = self._load_cluster() if config["cluster-enabled"] else None
         sources = Sources(process=self.process, config=config, stats=self.stats,
                           clients=self.clients, arenas=store, leases=self.leases,
-                          tenants=self.tenants, cluster=self.cluster)
+                          tenants=self.tenants, cluster=self.cluster, pubsub=self.pubsub)
         self.exporter = Exporter(sources)          # Prometheus (metrics-port)
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
-            leases=self.leases, monitoring=self.monitoring, clients=self.clients,
+            leases=self.leases, monitoring=self.monitoring, pubsub=self.pubsub, clients=self.clients,
             watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
             version=REDIS_COMPAT_VERSION, lastsave=self.process.lastsave,
             info=lambda sections, session: metrics.info(sources, sections, session),

@@ -72,9 +72,9 @@ def cmd_acl_dryrun(c, argv):
     denied = None if "no_auth" in spec.flags else user.check(spec, target)
     if denied is None:
         c.reply.ok()
-    elif denied[0] == rules.DENIED_KEY:
-        key = bytes(target[denied[1]])
-        c.reply.bulk(b"This user has no permissions to access the '" + key + b"' key")
+    elif denied[0] in (rules.DENIED_KEY, rules.DENIED_CHANNEL):
+        kind = b"key" if denied[0] == rules.DENIED_KEY else b"channel"
+        c.reply.bulk(b"This user has no permissions to access the '%s' %s" % (bytes(target[denied[1]]), kind))
     else:
         c.reply.bulk(f"This user has no permissions to run the '{spec.name}' command")
 
@@ -196,7 +196,7 @@ def cmd_acl_log(c, argv):
 def cmd_acl_setuser(c, argv):
     name = bytes(argv[2])
     ops = [bytes(a) for a in argv[3:]]
-    c.services.acl.set_user(name, ops)
+    c.services.acl.set_user(name, ops, c)
     c.services.audit.record(c, "acl_setuser", username=rules._text(name),
                           rules=[redacted_rule(op) for op in ops])
     c.reply.ok()

@@ -16,7 +16,12 @@ HELLO_NOAUTH = ("NOAUTH HELLO must be called with the client already authenticat
 def cmd_ping(c, argv):
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
-    if len(argv) == 2:
+    if c.subscribed and c.protocol == 2:
+        # Between RESP2 messages a reply must look like one: ["pong", message or ""].
+        c.reply.array(2)
+        c.reply.bulk("pong")
+        c.reply.bulk(argv[1] if len(argv) == 2 else b"")
+    elif len(argv) == 2:
         c.reply.bulk(argv[1])
     else:
         c.reply.simple("PONG")
@@ -86,6 +91,7 @@ def cmd_reset(c, argv):
     c.name = b""
     # CLIENT NO-EVICT survives RESET in Redis 7.0 (7.2 started turning it off).
     c.services.clients.stop_monitor(c)
+    c.services.pubsub.drop_all(c)
     c.services.acl.attach(c)
     c.reply.simple("RESET")
 
@@ -133,7 +139,7 @@ def cmd_client_list(c, argv):
     """CLIENT LIST [TYPE type | ID id...], as Redis 7.0 parses it: one filter at most."""
     if len(argv) == 4 and upper(argv[2]) == "TYPE":
         kind = client_type(argv[3])
-        clients = [cl for cl in visible_clients(c) if kind == "normal"]
+        clients = [cl for cl in visible_clients(c) if class_of(cl) == kind]
     elif len(argv) > 3 and upper(argv[2]) == "ID":
         # IDs in the order given, repeats included; an ID that is no client lists nothing.
         ids = [parse_int(arg, "ERR Invalid client ID") for arg in argv[3:]]
@@ -161,12 +167,17 @@ def visible_clients(c):
 
 
 def client_type(arg):
-    """A client type name as CLIENT LIST/KILL TYPE take it. Every client here is of the
-    normal class (monitors are, in Redis too): no replication, no pub/sub."""
+    """A client type name as CLIENT LIST/KILL TYPE take it ("slave" is "replica")."""
     kind = bytes(arg).decode("utf-8", "replace").lower()
     if kind not in ("normal", "master", "replica", "slave", "pubsub"):
         raise CommandError(f"ERR Unknown client type '{errors._clip(arg, 128)}'")
-    return kind
+    return "replica" if kind == "slave" else kind
+
+
+def class_of(session):
+    """Redis's getClientType: pubsub while subscribed, else normal (monitors too; there is
+    no replication here)."""
+    return "pubsub" if session.subscribed else "normal"
 
 
 def cmd_client_kill(c, argv):
@@ -217,7 +228,7 @@ def cmd_client_kill(c, argv):
     now = time.monotonic()
     victims = [cl for cl in visible_clients(c)
                if ("id" not in wanted or cl.id == wanted["id"])
-               and wanted.get("type", "normal") == "normal"
+               and ("type" not in wanted or class_of(cl) == wanted["type"])
                and ("user" not in wanted or cl.user is wanted["user"])
                and ("addr" not in wanted or cl.addr == wanted["addr"])
                and ("laddr" not in wanted or cl.laddr == wanted["laddr"])

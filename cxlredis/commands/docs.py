@@ -199,6 +199,18 @@ DOCS = {
         oneof("enabled", token("ON"), token("OFF")),
         string("endpoint-type", token="moving-endpoint-type", optional=True)),
     "client|no-evict": doc(oneof("enabled", token("ON"), token("OFF"))),
+    "subscribe": doc(string("channel", multiple=True)),
+    "unsubscribe": doc(string("channel", optional=True, multiple=True)),
+    "psubscribe": doc(block("pattern", pattern("pattern"), multiple=True)),
+    "punsubscribe": doc(pattern("pattern", optional=True, multiple=True)),
+    "publish": doc(string("channel"), string("message")),
+    "ssubscribe": doc(string("shardchannel", multiple=True)),
+    "sunsubscribe": doc(string("shardchannel", optional=True, multiple=True)),
+    "spublish": doc(string("shardchannel"), string("message")),
+    "pubsub|channels": doc(pattern("pattern", optional=True)),
+    "pubsub|numsub": doc(string("channel", optional=True, multiple=True)),
+    "pubsub|shardchannels": doc(pattern("pattern", optional=True)),
+    "pubsub|shardnumsub": doc(string("shardchannel", optional=True, multiple=True)),
     "client|reply": doc(oneof("on_off_skip", token("ON"), token("OFF"), token("SKIP"))),
 
     # --- server -----------------------------------------------------------

@@ -21,18 +21,18 @@ class _KeyPlan:
 
     __slots__ = ("ranges", "fixed", "access_from_arguments", "searched", "get_keys", "access")
 
-    def __init__(self, spec):
+    def __init__(self, spec, key_specs):
         # Key specs with a keyword, or incomplete ones, walked with Redis's checks.
         self.searched = None
-        if any(ks.keyword or "incomplete" in ks.flags for ks in spec.key_specs):
-            self.searched = spec.key_specs
+        if any(ks.keyword or "incomplete" in ks.flags for ks in key_specs):
+            self.searched = key_specs
             self.get_keys = spec.get_keys
             self.access = 0
-            for ks in spec.key_specs:
+            for ks in key_specs:
                 self.access |= ks.access
             return
-        self.ranges = [(ks.index, ks.last_key, ks.key_step, ks.limit, ks.access) for ks in spec.key_specs]
-        variable = any("variable_flags" in ks.flags for ks in spec.key_specs)
+        self.ranges = [(ks.index, ks.last_key, ks.key_step, ks.limit, ks.access) for ks in key_specs]
+        variable = any("variable_flags" in ks.flags for ks in key_specs)
         self.access_from_arguments = spec.key_access if variable else None
         fixed = tuple((index, access) for first, last_key, step, _, access in self.ranges
                       for index in range(first, first + last_key + 1, step))
@@ -44,11 +44,14 @@ class _KeyPlan:
 _plans = {}
 
 
-def key_arguments(spec, argv):
-    """(argument index, READ/WRITE access it needs) of every key argument of a call."""
-    plan = _plans.get(spec.name)
+def key_arguments(spec, argv, include_not_keys=False):
+    """(argument index, READ/WRITE access it needs) of every key argument of a call. Key
+    specs flagged not_key (shard channels) count only with include_not_keys: they route a
+    cluster call, but are no keys to the ACL or COMMAND GETKEYS."""
+    plan = _plans.get((spec.name, include_not_keys))
     if plan is None:
-        plan = _plans[spec.name] = _KeyPlan(spec)
+        key_specs = tuple(ks for ks in spec.key_specs if include_not_keys or "not_key" not in ks.flags)
+        plan = _plans[spec.name, include_not_keys] = _KeyPlan(spec, key_specs)
     if plan.searched is not None:
         return _searched_keys(plan, argv)
     if plan.access_from_arguments is not None:
@@ -109,6 +112,6 @@ def _searched_keys(plan, argv):
     return found
 
 
-def key_positions(spec, argv):
-    """The argument indexes of a call's keys, in key-spec order."""
-    return [index for index, _ in key_arguments(spec, argv)]
+def key_positions(spec, argv, include_not_keys=False):
+    """The argument indexes of a call's keys, in key-spec order (see key_arguments)."""
+    return [index for index, _ in key_arguments(spec, argv, include_not_keys)]

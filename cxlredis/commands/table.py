@@ -34,6 +34,7 @@ FAMILY_MODULES = {
     "server": "server",
     "transactions": "transactions",
     "cluster": "cluster",
+    "pubsub": "pubsub",
 }
 
 
@@ -87,6 +88,11 @@ class CommandSpec:
     # For key specs flagged incomplete: argv → the indexes of its keys (Redis's getkeys_proc,
     # which Redis falls back to when a key spec cannot find every key).
     get_keys: object = None
+    # Its replies are pushes (SUBSCRIBE and co.), which CLIENT REPLY OFF/SKIP do not hide.
+    replies_are_pushes: bool = False
+    # The arguments that are channels, as ACL channel rules (&...) check them (Redis's
+    # getChannelsFromCommand): (first, last (-1: to the end), whether they are patterns).
+    channel_args: tuple = ()
     subcommands: dict = field(default_factory=dict)
     handler: object = None
 
@@ -184,6 +190,10 @@ def _migrate_keys(argv):
 
 
 _CONN = dict(group="connection")
+_PUBSUB = dict(group="pubsub")
+_PUBSUB_PUSHED = dict(group="pubsub", replies_are_pushes=True)
+_SUBSCRIBE = "pubsub noscript loading stale"
+_PUBSUB_SUB = "pubsub loading stale"
 _CLIENT_SUB = "noscript loading stale"
 _SERVER = dict(group="server")
 _TX = dict(group="transactions")
@@ -451,6 +461,58 @@ SPECS = [
         complexity="O(1)"),
     cmd("monitor", 1, _WATCH_ADMIN, **_WATCH,
         summary="Listen for all requests received by the server in real time", since="1.0.0"),
+
+    # --- pub/sub ----------------------------------------------------------
+    cmd("subscribe", -2, _SUBSCRIBE, **_PUBSUB_PUSHED, channel_args=(1, -1, False),
+        summary="Listen for messages published to the given channels", since="2.0.0",
+        complexity="O(N) where N is the number of channels to subscribe to."),
+    cmd("unsubscribe", -1, _SUBSCRIBE, **_PUBSUB_PUSHED,
+        summary="Stop listening for messages posted to the given channels", since="2.0.0",
+        complexity="O(N) where N is the number of clients already subscribed to a channel."),
+    cmd("psubscribe", -2, _SUBSCRIBE, **_PUBSUB_PUSHED, channel_args=(1, -1, True),
+        summary="Listen for messages published to channels matching the given patterns", since="2.0.0",
+        complexity="O(N) where N is the number of patterns the client is already subscribed to."),
+    cmd("punsubscribe", -1, _SUBSCRIBE, **_PUBSUB_PUSHED,
+        summary="Stop listening for messages posted to channels matching the given patterns",
+        since="2.0.0",
+        complexity="O(N+M) where N is the number of patterns the client is already subscribed and M "
+                   "is the number of total patterns subscribed in the system (by any client)."),
+    cmd("publish", 3, "pubsub loading stale fast", **_PUBSUB, channel_args=(1, 1, False),
+        summary="Post a message to a channel", since="2.0.0",
+        complexity="O(N+M) where N is the number of clients subscribed to the receiving channel and M "
+                   "is the total number of subscribed patterns (by any client)."),
+    cmd("ssubscribe", -2, _SUBSCRIBE, **_PUBSUB_PUSHED, channel_args=(1, -1, False),
+        key_specs=(ks("not_key", 1, -1),),
+        summary="Listen for messages published to the given shard channels", since="7.0.0",
+        complexity="O(N) where N is the number of shard channels to subscribe to."),
+    cmd("sunsubscribe", -1, _SUBSCRIBE, **_PUBSUB_PUSHED, key_specs=(ks("not_key", 1, -1),),
+        summary="Stop listening for messages posted to the given shard channels", since="7.0.0",
+        complexity="O(N) where N is the number of clients already subscribed to a shard channel."),
+    cmd("spublish", 3, "pubsub loading stale fast", **_PUBSUB, channel_args=(1, 1, False),
+        key_specs=(ks("not_key", 1),),
+        summary="Post a message to a shard channel", since="7.0.0",
+        complexity="O(N) where N is the number of clients subscribed to the receiving shard channel."),
+    cmd("pubsub", -2, **_PUBSUB, summary="A container for Pub/Sub commands", since="2.8.0",
+        complexity="Depends on subcommand."),
+    cmd("pubsub|channels", -2, _PUBSUB_SUB, **_PUBSUB, summary="List active channels", since="2.8.0",
+        complexity="O(N) where N is the number of active channels, and assuming constant time pattern "
+                   "matching (relatively short channels and patterns)"),
+    cmd("pubsub|numpat", 2, _PUBSUB_SUB, **_PUBSUB,
+        summary="Get the count of unique patterns pattern subscriptions", since="2.8.0",
+        complexity="O(1)"),
+    cmd("pubsub|numsub", -2, _PUBSUB_SUB, **_PUBSUB, summary="Get the count of subscribers for channels",
+        since="2.8.0",
+        complexity="O(N) for the NUMSUB subcommand, where N is the number of requested channels"),
+    cmd("pubsub|shardchannels", -2, _PUBSUB_SUB, **_PUBSUB, summary="List active shard channels",
+        since="7.0.0",
+        complexity="O(N) where N is the number of active shard channels, and assuming constant time "
+                   "pattern matching (relatively short shard channels)."),
+    cmd("pubsub|shardnumsub", -2, _PUBSUB_SUB, **_PUBSUB,
+        summary="Get the count of subscribers for shard channels", since="7.0.0",
+        complexity="O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard "
+                   "channels"),
+    cmd("pubsub|help", 2, "loading stale", **_PUBSUB,
+        summary="Show helpful text about the different subcommands", since="6.2.0", complexity="O(1)"),
 
     # --- transactions -----------------------------------------------------
     cmd("multi", 1, "noscript loading stale fast allow_busy", queued_in_multi=False, acl="transaction", **_TX,

@@ -8,7 +8,7 @@ import pytest
 
 from acl_helpers import (ACL_LIST, ACL_LOG, ADMIN, CLIENT_INFO, GENPASS, GETUSER, add_admin,
                          cat_members, categories, reset_acl, server_under_test)
-from conftest import ServerProcess, encode_command, parse_reply, raw_connection
+from conftest import ConnectionClosed, ServerProcess, encode_command, parse_reply, raw_connection
 from diff_harness import _pairs, cmd, normalised, raw, run_sequence
 
 PW_HASH = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"   # sha256("secret")
@@ -508,3 +508,60 @@ def test_denials_and_failed_logins_count_as_redis_counts_them(fresh):
     run_sequence(*fresh, steps, 2, "counted errors")
     oracle, ours = fresh
     assert _counters(ours) == _counters(oracle)
+
+
+# Subscribers whose channel permissions ACL SETUSER revokes are disconnected. Each case:
+# the user's channel rules, what its subscriber subscribes to, and the SETUSER rules that
+# follow; whether the subscriber survives is Redis's answer.
+REVOCATIONS = {
+    "narrowed rule drops a pattern": ("&chan*", [("PSUBSCRIBE", "chan*")], ["resetchannels", "&chan1"]),
+    "narrowed rule still matches the channel": ("&chan*", [("SUBSCRIBE", "chan1")],
+                                                ["resetchannels", "&chan1"]),
+    "narrowed rule no longer matches": ("&chan*", [("SUBSCRIBE", "chan1"), ("SUBSCRIBE", "chan2")],
+                                        ["resetchannels", "&chan1"]),
+    "pattern kept as a rule": ("&chan* &x", [("PSUBSCRIBE", "chan*")], ["resetchannels", "&chan*"]),
+    "added rule": ("&a", [("SUBSCRIBE", "a")], ["&b"]),
+    "shard channel revoked": ("&s*", [("SSUBSCRIBE", "s1")], ["resetchannels", "&t*"]),
+    "allchannels revoked": ("&*", [("SUBSCRIBE", "a")], ["resetchannels"]),
+    "a selector keeps every channel": ("&a", [("SUBSCRIBE", "a")], ["resetchannels", "(~* &* +@all)"]),
+    "unrelated rule change": ("&a", [("SUBSCRIBE", "a")], ["-get"]),
+}
+
+
+def _revocation_outcome(server, channels, subscriptions, change, protocol):
+    """What the user's subscriber, a bystander user's subscriber and an unsubscribed
+    connection of the user answer to PING after the change ("closed" if disconnected)."""
+    with raw_connection(server.port) as admin:
+        assert admin.request("AUTH", *ADMIN) == b"+OK\r\n"
+        for name in ("u", "bystander"):
+            rules = ["on", "nopass", "~*", "+@all", "resetchannels", *channels.split()]
+            assert admin.request("ACL", "SETUSER", name, *rules) == b"+OK\r\n"
+        conns = [raw_connection(server.port) for _ in range(3)]
+        try:
+            for conn, user in zip(conns, ("u", "bystander", "u")):
+                assert conn.request("HELLO", protocol, "AUTH", user, "x")[:1] in b"*%"
+            for conn in conns[:2]:
+                for command in subscriptions:
+                    assert conn.request(*command)[:1] in b"*>", command
+            assert admin.request("ACL", "SETUSER", "u", *change) == b"+OK\r\n"
+            outcome = []
+            for conn in conns:
+                try:
+                    outcome.append(conn.request("PING"))
+                except (ConnectionClosed, ConnectionResetError):
+                    outcome.append("closed")
+            return outcome
+        finally:
+            for conn in conns:
+                conn.close()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+@pytest.mark.parametrize("name", list(REVOCATIONS))
+def test_subscribers_whose_channels_are_revoked_are_disconnected(fresh, name, protocol):
+    oracle, ours = fresh
+    case = REVOCATIONS[name]
+    expected = _revocation_outcome(oracle, *case, protocol)
+    if name == "narrowed rule drops a pattern":
+        assert expected[0] == "closed" and expected[1:] != ["closed"] * 2   # the case bites
+    assert _revocation_outcome(ours, *case, protocol) == expected

@@ -28,7 +28,8 @@ USERS = {
     "nothing": ["-@all"],
     "firstargs": ["~*", "-@all", "+select|0", "+client|id", "+config|get", "+object",
                   "+get|app:1"],
-    "almighty": ["~*", "+@all"],
+    "almighty": ["~*", "&*", "+@all"],
+    "channels": ["~*", "&v", "-@all", "+@pubsub"],
 }
 KEY_PREFIXES = ("app:", "other:")
 
@@ -83,7 +84,7 @@ FAILS_ANYWAY = {
 # Calls that change the connection itself: run on a connection of their own.
 OWN_CONNECTION = {"quit", "reset", "multi", "hello", "client|reply", "client|setname",
                   "client|no-evict", "client|setinfo", "client|maint_notifications", "auth",
-                  "monitor"}
+                  "monitor", "subscribe", "psubscribe", "ssubscribe"}
 
 VALUES = {"string": "v", "integer": "1", "double": "1.5", "unix-time": "4102444800",
           "pattern": "*"}
@@ -159,6 +160,9 @@ def _expected(spec, oracle_dryrun: bytes) -> bytes:
     text = oracle_dryrun.split(b"\r\n")[1]
     if text.endswith(b"' key"):
         error = b"NOPERM this user has no permissions to access one of the keys used as arguments"
+    elif text.endswith(b"' channel"):
+        error = (b"NOPERM this user has no permissions to access one of the channels used "
+                 b"as arguments")
     else:
         assert text.startswith(b"This user has no permissions to run the '"), oracle_dryrun
         error = b"NOPERM t" + text[1:]

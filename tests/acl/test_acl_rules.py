@@ -51,15 +51,20 @@ def test_description_reads_back_to_the_same_permissions(rules):
     again.compile()
     assert compiled(again) == compiled(user)
     assert again.describe() == user.describe()
-    assert again.unrestricted == user.unrestricted
+    assert (again.unrestricted, again.unrestricted_keys) == (user.unrestricted, user.unrestricted_keys)
 
 
-def test_unrestricted_means_every_command_on_every_key():
+def test_unrestricted_means_every_command_on_every_key_and_channel():
+    # Redis 7.0's acl-pubsub-default is resetchannels: ~* +@all alone reaches no channel.
     user = applied(["on", "nopass", "~*", "+@all"])
-    assert user.unrestricted
-    assert not applied(["~*", "+@all", "-get"]).unrestricted
-    assert not applied(["%R~*", "+@all"]).unrestricted
-    assert applied(["-@all", "(~* +@all)"]).unrestricted
+    assert user.unrestricted_keys and not user.unrestricted
+    assert applied(["on", "nopass", "~*", "&*", "+@all"]).unrestricted
+    assert not applied(["~*", "&*", "+@all", "-get"]).unrestricted_keys
+    assert not applied(["%R~*", "&*", "+@all"]).unrestricted_keys
+    assert applied(["-@all", "(~* &* +@all)"]).unrestricted
+    # a selector with every channel but not every key does not make the user unrestricted
+    split = applied(["~*", "+@all", "(~a &* +@all)"])
+    assert split.unrestricted_keys and not split.unrestricted
 
 
 def test_denials_pick_the_most_relevant_selector():

@@ -247,6 +247,7 @@ CORE_COMMANDS = frozenset("""
     dump restore restore-asking migrate
     multi exec discard watch unwatch
     info config command time lastsave shutdown function debug
+    subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe spublish pubsub
 """.split())
 
 

@@ -457,6 +457,7 @@ SUBCOMMANDS = {
     "config": ["get", "set", "resetstat", "rewrite"],
     "command": ["count", "info", "docs", "list", "getkeys"],
     "function": ["flush"],
+    "pubsub": ["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"],
 }
 COMMAND_NAMES = sorted(CORE_COMMANDS) + [f"{c}|{s}" for c, subs in SUBCOMMANDS.items() for s in subs]
 

@@ -1,0 +1,137 @@
+"""Pub/Sub: who listens to which channel or pattern, and the delivery of messages.
+
+Channels are namespaced per tenant like keys (invariant 3): a subscription is
+made under the tenant the session is bound to (None for an administrator), and a
+message published by a tenant's session reaches only subscribers of that tenant's
+channels and patterns. Shard channels (SSUBSCRIBE/SPUBLISH) are a namespace of
+their own, as in Redis.
+
+A message is written into each subscriber's reply buffer, as Redis appends it to
+the client's output, and the subscribers are flushed once per event-loop turn
+(like MONITOR lines), so a subscriber is an ordinary output stream: its
+transport holds what it has not read, and the `pubsub` class of
+client-output-buffer-limit closes it when that grows past the limit.
+"""
+import asyncio
+
+from ._store import glob_match
+
+CHANNELS, PATTERNS, SHARD_CHANNELS = "channels", "patterns", "shard_channels"
+
+
+class Subscriptions:
+    """One session's subscriptions, each kind a dict (namespace, name) → None (ordered)."""
+
+    __slots__ = (CHANNELS, PATTERNS, SHARD_CHANNELS)
+
+    def __init__(self):
+        self.channels, self.patterns, self.shard_channels = {}, {}, {}
+
+    def count(self):
+        """Redis's clientSubscriptionsCount: channels and patterns (shard channels apart)."""
+        return len(self.channels) + len(self.patterns)
+
+    def __bool__(self):
+        return bool(self.channels or self.patterns or self.shard_channels)
+
+
+class PubSub:
+    """Every subscription of the server, by kind: (namespace, name) → {session id: session}."""
+
+    def __init__(self, clients):
+        self.clients = clients          # id → connection, to flush a subscriber
+        self.by_kind = {CHANNELS: {}, PATTERNS: {}, SHARD_CHANNELS: {}}
+        self._to_flush = {}
+        self._flush_scheduled = False
+
+    # -- subscribing
+
+    def subscribe(self, c, kind, name):
+        """Add one subscription of session c; whether it is new."""
+        mine = getattr(c.subscriptions, kind)
+        entry = (c.tenant, bytes(name))
+        if entry in mine:
+            return False
+        mine[entry] = None
+        self.by_kind[kind].setdefault(entry, {})[c.id] = c
+        c.subscribed = True
+        return True
+
+    def unsubscribe(self, c, kind, entry):
+        """Drop one subscription (namespace, name) of session c; whether it had it."""
+        mine = getattr(c.subscriptions, kind)
+        if entry not in mine:
+            return False
+        del mine[entry]
+        listeners = self.by_kind[kind][entry]
+        del listeners[c.id]
+        if not listeners:
+            del self.by_kind[kind][entry]
+        c.subscribed = bool(c.subscriptions)
+        return True
+
+    def drop_all(self, c):
+        """Every subscription of session c goes (RESET, disconnect), without replies."""
+        for kind in self.by_kind:
+            for entry in list(getattr(c.subscriptions, kind)):
+                self.unsubscribe(c, kind, entry)
+
+    # -- publishing
+
+    def publish(self, namespace, channel, message, shard=False):
+        """Deliver message to the subscribers of channel (and, unless shard, of the patterns
+        that match it) in namespace; the number of deliveries, as PUBLISH answers."""
+        channel = bytes(channel)
+        kinds = self.by_kind
+        receivers = 0
+        listeners = kinds[SHARD_CHANNELS if shard else CHANNELS].get((namespace, channel))
+        if listeners:
+            kind = b"smessage" if shard else b"message"
+            for session in list(listeners.values()):
+                self._deliver(session, (kind, channel, message))
+                receivers += 1
+        if not shard:
+            for (pattern_namespace, pattern), listeners in list(kinds[PATTERNS].items()):
+                if pattern_namespace == namespace and glob_match(pattern, channel, False):
+                    for session in list(listeners.values()):
+                        self._deliver(session, (b"pmessage", pattern, channel, message))
+                        receivers += 1
+        return receivers
+
+    def _deliver(self, session, parts):
+        # A message is a push: CLIENT REPLY OFF does not hide it (Redis 7.0.15).
+        if session.close_after_command:
+            return
+        reply = session.reply
+        reply.push(len(parts))
+        for part in parts:
+            reply.bulk(part)
+        connection = self.clients.by_id.get(session.id)
+        if connection is not None:
+            self._to_flush[session.id] = connection
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self):
+        self._flush_scheduled = False
+        connections, self._to_flush = self._to_flush, {}
+        for connection in connections.values():
+            if not connection.closing:
+                connection.flush()
+
+    # -- introspection (PUBSUB, INFO)
+
+    def names(self, kind, namespace, pattern=None):
+        """The active channels (or shard channels) of namespace, matching pattern if given."""
+        return [name for space, name in self.by_kind[kind]
+                if space == namespace and (pattern is None or glob_match(pattern, name, False))]
+
+    def listeners(self, kind, namespace, name):
+        return len(self.by_kind[kind].get((namespace, bytes(name)), ()))
+
+    def count(self, kind, namespace=...):
+        """How many channels/patterns have subscribers (all namespaces unless one is given)."""
+        if namespace is ...:
+            return len(self.by_kind[kind])
+        return sum(space == namespace for space, _ in self.by_kind[kind])
