@@ -42,6 +42,7 @@ from ._resp import quoted as _quoted, split_args as _split_args
 from ._store import glob_match as _glob_match
 from .errors import CommandError
 from .files import write_atomically
+from .notifications import INVALID_CLASS, describe_flags, parse_flags
 
 INT_MAX = 2**31 - 1
 UINT_MAX = 2**32 - 1
@@ -384,6 +385,24 @@ def format_double(value: float) -> str:
     return f"{value:f}".rstrip("0").rstrip(".")
 
 
+class KeyspaceEvents(_Kind):
+    """notify-keyspace-events: Redis's class letters, kept as flags, shown in its order."""
+
+    type_name = "string"
+
+    def parse_one(self, text):
+        flags = parse_flags(text)
+        if flags is None:
+            raise _Invalid(INVALID_CLASS)
+        return flags
+
+    def format(self, value):
+        return describe_flags(value)
+
+    def rewrite_arg(self, value):
+        return quote(describe_flags(value))
+
+
 class Percentiles(_Kind):
     """latency-tracking-info-percentiles: percentiles between 0 and 100, space separated."""
 
@@ -630,6 +649,10 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("latency-tracking-info-percentiles", Percentiles(), (50.0, 99.0, 99.9), MUTABLE,
      "Percentiles INFO latencystats reports, space separated, each between 0 and 100.",
      "monitoring"),
+
+    ("notify-keyspace-events", KeyspaceEvents(), 0, MUTABLE,
+     "Keyspace notifications published over Pub/Sub: Redis's class letters (K E g $ h x e "
+     "n m A ...); empty publishes none.", "monitoring"),
 
     ("save", Save(), (), MUTABLE,
      "Accepted for compatibility, no effect: there are no RDB snapshots "

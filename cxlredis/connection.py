@@ -141,10 +141,13 @@ class Client(asyncio.BufferedProtocol):
                 parser.authenticated = True
                 if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted_keys
                         and isinstance(store, Keyspace) and services.monitoring.watch_from_us
-                        and not session.asking and not session.subscribed):
+                        and not session.asking and not session.subscribed
+                        and not services.notifications.from_commands):
                     # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
                     # its keyspace commands and feeds every command to it)
                     commands += self._serve_fast(store, output_budget)
+                    if services.notifications.noting_drops:
+                        services.notifications.publish_drops()
                     if output_budget and reply.pending >= output_budget and self._over_output_limit():
                         break
             try:

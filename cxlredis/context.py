@@ -8,6 +8,7 @@ else: not the connection (its transport, buffers and limits belong to
 connection.py) and not the server. The connection acts on what a handler asks
 for through the context's flags (close_after_command) once the command is done.
 """
+from .notifications import NEW
 from .pubsub import Subscriptions
 from .slots import SlotArg, release_slots
 
@@ -30,7 +31,7 @@ class Services(Parts):
     of its owner (INFO's text, the arena check, the shutdown request)."""
 
     __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring", "pubsub",
-                 "clients", "watchers", "cluster", "migrate_links", "version", "lastsave",
+                 "notifications", "clients", "watchers", "cluster", "migrate_links", "version", "lastsave",
                  "info", "check_arenas", "reset_stats", "request_shutdown",
                  "check_shutdown_allowed")
 
@@ -90,6 +91,18 @@ class CallContext:
         if isinstance(value, SlotArg):
             return value.commit(self.db, key, expire_at, keep_ttl)
         return self.store.set(self.db, key, value, expire_at, 0, keep_ttl)
+
+    def notify(self, kind, event, key, db=None):
+        """A keyspace event of the command (notifications.py), published if its class is on."""
+        events = self.services.notifications
+        if events.flags & kind:
+            events.publish(self.tenant, self.db if db is None else db, kind, event, key)
+
+    def creates(self, key, db=None):
+        """Whether a write of key creates it; looked up only while "new" events are on."""
+        if not self.services.notifications.flags & NEW:
+            return False
+        return self.store.find(self.db if db is None else db, key, touch=False, stats=False) is None
 
     def unwatch_all(self):
         self.watched.clear()

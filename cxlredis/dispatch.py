@@ -158,6 +158,8 @@ def call(c, spec, argv):
             c.services.audit.after_command(c, spec, argv)
         if c.services.watchers:
             check_absent_watched_keys(c.services.watchers)
+    if c.services.notifications.noting_drops:
+        c.services.notifications.publish_drops()    # what the command expired or evicted
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.
     counters = c.services.stats.command(spec.name)

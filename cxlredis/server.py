@@ -27,6 +27,7 @@ from .files import CreatedFiles
 from .leases import Leases
 from .metrics import LATENCY_BUCKETS, Process, Sources, human_bytes
 from .monitoring import Monitoring
+from .notifications import Notifications
 from .prometheus import Exporter
 from .pubsub import PubSub
 from .slot_keys import SlotKeys
@@ -143,6 +144,9 @@ class Server:
         self.tenants = Tenants(config, store.main, store.tenants, self.acl, self.clients,
                                store.memory_limit)
         self.acl.tenants = self.tenants
+        self.notifications = Notifications(self.pubsub, self.tenants.own_keyspaces)
+        self.notifications.configure(config["notify-keyspace-events"])
+        config.on_change("notify-keyspace-events", self.notifications.configure)
         self.leases = Leases(config)            # co-located clients' leases (CXL commands)
         self.cluster = self._load_cluster() if config["cluster-enabled"] else None
         sources = Sources(process=self.process, config=config, stats=self.stats,
@@ -151,8 +155,8 @@ class Server:
         self.exporter = Exporter(sources)          # Prometheus (metrics-port)
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
-            leases=self.leases, monitoring=self.monitoring, pubsub=self.pubsub, clients=self.clients,
-            watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
+            leases=self.leases, monitoring=self.monitoring, pubsub=self.pubsub,
+            notifications=self.notifications, clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
             version=REDIS_COMPAT_VERSION, lastsave=self.process.lastsave,
             info=lambda sections, session: metrics.info(sources, sections, session),
             check_arenas=store.check, reset_stats=self.reset_stats,
@@ -258,6 +262,11 @@ class Server:
         store = self.store
         # An expire step is bounded so a cron tick never stalls clients.
         self.monitoring.latency.timed("expire-cycle", lambda: store.expire_cycle(self.config["hz"]))
+        # A lowered maxmemory takes effect without waiting for a command (Redis's eviction
+        # time proc), so its evicted events go out.
+        for arena in store.every():
+            self.monitoring.evict_to_maxmemory(arena)
+        self.notifications.publish_drops()
         # Idle big free blocks go back to the kernel, a bounded amount per tick.
         self.monitoring.latency.timed("release-free-pages", store.release_free_pages)
         self.leases.expire()

@@ -15,6 +15,7 @@ from .. import errors
 from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_HASH
 from ..errors import CommandError
+from ..notifications import GENERIC, HASH, KEY_MISS, NEW
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
 from .scanning import parse_cursor, parse_scan_args
 
@@ -53,8 +54,12 @@ def decode(data):
 
 def find_hash(c, key, for_write=False):
     """The entry of the hash at key (None when missing); WRONGTYPE for another type. A
-    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
-    return c.store.find(c.db, key, stats=not for_write, type=TYPE_HASH)
+    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite); a
+    read's miss is a keymiss event."""
+    entry = c.store.find(c.db, key, stats=not for_write, type=TYPE_HASH)
+    if entry is None and not for_write:
+        c.notify(KEY_MISS, b"keymiss", key)
+    return entry
 
 
 def read_hash(c, key, for_write=False):
@@ -69,12 +74,18 @@ def read_ranges(c, key):
     return entry, (value_ranges(entry.view()) if entry is not None else {})
 
 
-def write_hash(c, key, fields):
-    """Store the new field map (deleting the key when it became empty), keeping its TTL."""
+def write_hash(c, key, fields, event, created):
+    """Store the new field map (deleting the key when it became empty), keeping its TTL;
+    reported as Redis does: new, then the command's event, then del if the last field went."""
     if fields:
         c.store.set(c.db, key, encode(fields), -1, TYPE_HASH, True)
+        if created:
+            c.notify(NEW, b"new", key)
+        c.notify(HASH, event, key)
     else:
         c.store.delete(c.db, key)
+        c.notify(HASH, event, key)
+        c.notify(GENERIC, b"del", key)
 
 
 def field_pairs(argv, start, command):
@@ -87,16 +98,18 @@ def cmd_hset(c, argv):
     pairs = field_pairs(argv, 2, "hset")
     fields = read_hash(c, argv[1], for_write=True)
     added = len({f for f, _ in pairs} - fields.keys())   # a field repeated in argv is added once
+    created = not fields
     fields.update(pairs)
-    write_hash(c, argv[1], fields)
+    write_hash(c, argv[1], fields, b"hset", created)
     c.reply.integer(added)
 
 
 def cmd_hmset(c, argv):
     pairs = field_pairs(argv, 2, "hmset")
     fields = read_hash(c, argv[1], for_write=True)
+    created = not fields
     fields.update(pairs)
-    write_hash(c, argv[1], fields)
+    write_hash(c, argv[1], fields, b"hset", created)
     c.reply.ok()
 
 
@@ -106,8 +119,9 @@ def cmd_hsetnx(c, argv):
     if field in fields:
         c.reply.integer(0)
         return
+    created = not fields
     fields[field] = bytes(argv[3])
-    write_hash(c, argv[1], fields)
+    write_hash(c, argv[1], fields, b"hset", created)
     c.reply.integer(1)
 
 
@@ -157,7 +171,7 @@ def cmd_hdel(c, argv):
         if fields.pop(bytes(field), None) is not None:
             removed += 1
     if removed:
-        write_hash(c, argv[1], fields)
+        write_hash(c, argv[1], fields, b"hdel", False)
     c.reply.integer(removed)
 
 
@@ -181,8 +195,9 @@ def cmd_hincrby(c, argv):
     result = current + increment
     if result < INT64_MIN or result > INT64_MAX:
         raise CommandError(errors.OVERFLOW)
+    created = not fields
     fields[field] = b"%d" % result
-    write_hash(c, argv[1], fields)
+    write_hash(c, argv[1], fields, b"hincrby", created)
     c.reply.integer(result)
 
 
@@ -202,8 +217,9 @@ def cmd_hincrbyfloat(c, argv):
         raise CommandError(HASH_NOT_FLOAT) from None
     except OverflowError:
         raise CommandError(errors.INCRFLOAT_NAN_INF) from None
+    created = not fields
     fields[field] = result
-    write_hash(c, argv[1], fields)
+    write_hash(c, argv[1], fields, b"hincrbyfloat", created)
     c.reply.bulk(result)
 
 

@@ -9,6 +9,7 @@ DEL and MEMORY USAGE do neither.
 from .. import errors
 from .._store import TYPE_HASH, TYPE_STRING, now_ms
 from ..errors import CommandError
+from ..notifications import GENERIC, KEY_MISS, NEW
 from ..tenants import own_keyspace
 from .args import INT64_MAX, parse_int, upper
 from .connection import reply_help
@@ -39,27 +40,37 @@ def _decode(arg):
     return bytes(arg).split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
 
 
+def find_read(c, key, touch=True):
+    """A read's lookup (it counts a hit or a miss); a miss is a keymiss event."""
+    entry = c.store.find(c.db, key, touch=touch)
+    if entry is None:
+        c.notify(KEY_MISS, b"keymiss", key)
+    return entry
+
+
 # --- existence and deletion ----------------------------------------------
 def cmd_del(c, argv):
-    store, db = c.store, c.db
-    c.reply.integer(sum(1 for key in argv[1:] if store.delete(db, key)))
+    store, db, deleted = c.store, c.db, 0
+    for key in argv[1:]:
+        if store.delete(db, key):
+            deleted += 1
+            c.notify(GENERIC, b"del", key)
+    c.reply.integer(deleted)
 
 
 cmd_unlink = cmd_del
 
 
 def cmd_exists(c, argv):
-    store, db = c.store, c.db
-    c.reply.integer(sum(1 for key in argv[1:] if store.find(db, key, touch=False) is not None))
+    c.reply.integer(sum(1 for key in argv[1:] if find_read(c, key, touch=False) is not None))
 
 
 def cmd_touch(c, argv):
-    store, db = c.store, c.db
-    c.reply.integer(sum(1 for key in argv[1:] if store.find(db, key) is not None))
+    c.reply.integer(sum(1 for key in argv[1:] if find_read(c, key) is not None))
 
 
 def cmd_type(c, argv):
-    entry = c.store.find(c.db, argv[1], touch=False)
+    entry = find_read(c, argv[1], touch=False)
     c.reply.simple(TYPE_NAMES[entry.type] if entry is not None else "none")
 
 
@@ -107,8 +118,10 @@ def _expire(c, argv, scale, relative, command):
         return
     if when <= now:
         store.delete(c.db, key)
+        c.notify(GENERIC, b"del", key)
     else:
         store.set_expire(entry, when)
+        c.notify(GENERIC, b"expire", key)
     c.reply.integer(1)
 
 
@@ -129,7 +142,7 @@ def cmd_pexpireat(c, argv):
 
 
 def _ttl(c, key, milliseconds, absolute):
-    entry = c.store.find(c.db, key, touch=False)
+    entry = find_read(c, key, touch=False)
     if entry is None:
         c.reply.integer(-2)
         return
@@ -162,6 +175,7 @@ def cmd_persist(c, argv):
     entry = store.find(c.db, argv[1], stats=False)
     if entry is not None and entry.expire_at != -1:
         store.set_expire(entry, -1)
+        c.notify(GENERIC, b"persist", argv[1])
         c.reply.integer(1)
     else:
         c.reply.integer(0)
@@ -217,6 +231,10 @@ def _rename(c, argv, nx):
         renamed = False
     else:
         renamed = store.rename(db, key, db, newkey)
+    if renamed:
+        c.notify(NEW, b"new", newkey)
+        c.notify(GENERIC, b"rename_from", key)
+        c.notify(GENERIC, b"rename_to", newkey)
     if nx:
         c.reply.integer(1 if renamed else 0)
     else:
@@ -250,10 +268,14 @@ def cmd_copy(c, argv):
         raise CommandError("ERR Copying to another database is not allowed in cluster mode")
     if dstdb == db and bytes(key) == bytes(newkey):
         raise CommandError(errors.SAME_OBJECT)
-    if store.find(db, key) is None:
+    if find_read(c, key) is None:
         c.reply.integer(0)
         return
-    c.reply.integer(1 if store.copy(db, key, dstdb, newkey, replace) else 0)
+    copied = store.copy(db, key, dstdb, newkey, replace)
+    if copied:
+        c.notify(NEW, b"new", newkey, dstdb)
+        c.notify(GENERIC, b"copy_to", newkey, dstdb)
+    c.reply.integer(1 if copied else 0)
 
 
 def cmd_move(c, argv):
@@ -268,6 +290,9 @@ def cmd_move(c, argv):
         c.reply.integer(0)
         return
     store.rename(db, key, dstdb, key)
+    c.notify(NEW, b"new", key, dstdb)
+    c.notify(GENERIC, b"move_from", key)
+    c.notify(GENERIC, b"move_to", key, dstdb)
     c.reply.integer(1)
 
 

@@ -14,8 +14,10 @@ from ..cluster import dump
 from ..cluster.migrate import restore_command
 from ..cluster.slots import key_slot
 from ..errors import CommandError
+from ..notifications import GENERIC, NEW
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
 from .hashes import decode as decode_hash, encode as encode_hash
+from .keys import find_read
 
 BUSYKEY = "BUSYKEY Target key name already exists."
 INVALID_TTL = "ERR Invalid TTL value, must be >= 0"
@@ -38,7 +40,7 @@ def payload_parts(entry):
 
 # --- DUMP ------------------------------------------------------------------------
 def cmd_dump(c, argv):
-    entry = c.store.find(c.db, argv[1])
+    entry = find_read(c, argv[1])
     if entry is None:
         c.reply.null()
         return
@@ -142,8 +144,8 @@ def _restore(c, argv, tenant_option):
         expire_at = ttl if absttl else ttl + now
         # Redis adds in int64: a TTL that overflows is a time long past, as is ABSTTL's past.
         if expire_at > INT64_MAX or expire_at <= now:
-            if replace:
-                store.delete(db, key)
+            if replace and store.delete(db, key) and tenant is None:
+                c.notify(GENERIC, b"del", key)
             c.reply.ok()
             return
     if kind == "string":
@@ -157,6 +159,9 @@ def _restore(c, argv, tenant_option):
     elif not lfu and idle >= 0:
         store.set_recency(store.find(db, key, touch=False, stats=False),
                           idle_ms=lru_idle_seconds(idle, now) * 1000)
+    if tenant is None:      # (one for another tenant is published by no one: a slot moving)
+        c.notify(NEW, b"new", key)
+        c.notify(GENERIC, b"restore", key)
     c.reply.ok()
 
 
@@ -254,6 +259,8 @@ def cmd_migrate(c, argv):
         for index in accepted:
             keyspace, key = sent[index]
             keyspace.delete(c.db, key)
+            if keyspace is c.store:
+                c.notify(GENERIC, b"del", key)
     if error is not None:
         raise CommandError(error)
     c.reply.ok()

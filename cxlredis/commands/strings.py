@@ -13,13 +13,30 @@ from .. import errors
 from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_STRING, now_ms
 from ..errors import CommandError
+from ..notifications import GENERIC, KEY_MISS, NEW, STRING
 from .args import INT64_MAX, INT64_MIN, is_int64, parse_int, upper
 from ..sessions import touch_absent_watched_key
 
 def find_string(c, key, for_write=False):
     """The string entry for key, None if missing; WRONGTYPE if it holds another type. A
-    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite)."""
-    return c.store.find(c.db, key, stats=not for_write, type=TYPE_STRING)
+    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite); a
+    read's miss is a keymiss event."""
+    entry = c.store.find(c.db, key, stats=not for_write, type=TYPE_STRING)
+    if entry is None and not for_write:
+        c.notify(KEY_MISS, b"keymiss", key)
+    return entry
+
+
+def set_string(c, key, value, expire_at=-1, keep_ttl=False, created=None):
+    """Store a string and report it as Redis's SET family does: new, set, then expire."""
+    if created is None:
+        created = c.creates(key)
+    c.store_value(key, value, expire_at, keep_ttl)
+    if created:
+        c.notify(NEW, b"new", key)
+    c.notify(STRING, b"set", key)
+    if expire_at >= 0:
+        c.notify(GENERIC, b"expire", key)
 
 
 def _reply_string(c, key):
@@ -96,7 +113,7 @@ def cmd_get(c, argv):
 
 def cmd_set(c, argv):
     if len(argv) == 3:  # the common case: no options, no lookup
-        c.store_value(argv[1], argv[2])
+        set_string(c, argv[1], argv[2])
         c.reply.ok()
         return
     flags, unit, expire = _parse_options(argv, 3, for_set=True)
@@ -113,7 +130,7 @@ def cmd_set(c, argv):
         if not with_get:
             c.reply.null()
         return
-    c.store_value(key, argv[2], expire_at, "KEEPTTL" in flags)
+    set_string(c, key, argv[2], expire_at, "KEEPTTL" in flags, created=not found and c.creates(key))
     if c.services.watchers and 0 <= expire_at <= now_ms():
         touch_absent_watched_key(c, key)
     if not with_get:
@@ -124,23 +141,23 @@ def cmd_setnx(c, argv):
     if c.store.find(c.db, argv[1], stats=False) is not None:
         c.reply.integer(0)
         return
-    c.store_value(argv[1], argv[2])
+    set_string(c, argv[1], argv[2], created=True)
     c.reply.integer(1)
 
 
 def cmd_setex(c, argv):
-    c.store_value(argv[1], argv[3], expire_at_ms(argv[2], "EX", "setex"))
+    set_string(c, argv[1], argv[3], expire_at_ms(argv[2], "EX", "setex"))
     c.reply.ok()
 
 
 def cmd_psetex(c, argv):
-    c.store_value(argv[1], argv[3], expire_at_ms(argv[2], "PX", "psetex"))
+    set_string(c, argv[1], argv[3], expire_at_ms(argv[2], "PX", "psetex"))
     c.reply.ok()
 
 
 def cmd_getset(c, argv):
-    _reply_string(c, argv[1])
-    c.store_value(argv[1], argv[2])
+    found = _reply_string(c, argv[1]) is not None
+    set_string(c, argv[1], argv[2], created=not found)
 
 
 def cmd_getdel(c, argv):
@@ -148,6 +165,7 @@ def cmd_getdel(c, argv):
     # the arena frees the block once the reply has been sent.
     if _reply_string(c, argv[1]) is not None:
         c.store.delete(c.db, argv[1])
+        c.notify(GENERIC, b"del", argv[1])
 
 
 def cmd_getex(c, argv):
@@ -162,10 +180,13 @@ def cmd_getex(c, argv):
     if expire_at is not None:
         if _EXPIRE_UNITS[unit][1] and expire_at <= now_ms():
             store.delete(c.db, key)
+            c.notify(GENERIC, b"del", key)
         else:
             store.set_expire(entry, expire_at)
+            c.notify(GENERIC, b"expire", key)
     elif "PERSIST" in flags and entry.expire_at != -1:
         store.set_expire(entry, -1)
+        c.notify(GENERIC, b"persist", key)
 
 
 def cmd_mget(c, argv):
@@ -176,6 +197,8 @@ def cmd_mget(c, argv):
         if entry is not None and entry.type == TYPE_STRING:
             reply.entry(entry)
         else:
+            if entry is None:
+                c.notify(KEY_MISS, b"keymiss", key)
             reply.null()
 
 
@@ -183,7 +206,7 @@ def cmd_mset(c, argv):
     if len(argv) % 2 == 0:
         raise CommandError(errors.wrong_arity("mset"))
     for i in range(1, len(argv), 2):
-        c.store_value(argv[i], argv[i + 1])
+        set_string(c, argv[i], argv[i + 1])
     c.reply.ok()
 
 
@@ -196,11 +219,17 @@ def cmd_msetnx(c, argv):
             c.reply.integer(0)
             return
     for i in range(1, len(argv), 2):
-        c.store_value(argv[i], argv[i + 1])
+        set_string(c, argv[i], argv[i + 1], created=True)
     c.reply.integer(1)
 
 
 # --- lengths and ranges --------------------------------------------------
+def _notify_update(c, key, event, created):
+    if created:
+        c.notify(NEW, b"new", key)
+    c.notify(STRING, event, key)
+
+
 def cmd_strlen(c, argv):
     entry = find_string(c, argv[1])
     c.reply.integer(entry.value_len if entry is not None else 0)
@@ -212,6 +241,7 @@ def cmd_append(c, argv):
     if entry is not None:
         _check_length(c, entry.value_len, len(data))
     c.reply.integer(store.append(c.db, key, data))
+    _notify_update(c, key, b"append", entry is None)
 
 
 def cmd_setrange(c, argv):
@@ -229,6 +259,7 @@ def cmd_setrange(c, argv):
         return
     _check_length(c, offset, len(data))
     c.reply.integer(store.setrange(c.db, key, offset, data))
+    _notify_update(c, key, b"setrange", entry is None)
 
 
 def cmd_getrange(c, argv):
@@ -277,6 +308,7 @@ def _incr_by(c, key, delta):
         raise CommandError(errors.OVERFLOW)
     c.store.set(c.db, key, b"%d" % value, keep_ttl=True)
     c.reply.integer(value)
+    _notify_update(c, key, b"incrby", entry is None)
 
 
 def cmd_incr(c, argv):
@@ -310,3 +342,4 @@ def cmd_incrbyfloat(c, argv):
         raise CommandError(errors.INCRFLOAT_NAN_INF) from None
     c.store.set(c.db, key, text, keep_ttl=True)
     c.reply.bulk(text)
+    _notify_update(c, key, b"incrbyfloat", entry is None)

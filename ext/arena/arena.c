@@ -17,6 +17,7 @@
    rename.c    RENAME/MOVE with the rename intent, its redo and undo
    slots.c     keys by cluster slot, in the process's memory (cluster mode)
    warm.c      the warmer: a thread faulting in fresh pages ahead of the allocator
+   notes.c     drop notes: the keys expired or evicted, for keyspace notifications
    recovery.c  format, validate, rebuild, clean close */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* fallocate (a Python extension has it from Python.h) */
@@ -35,6 +36,7 @@
 #include "heap.c"
 #include "index.c"
 #include "lru.c"
+#include "notes.c"
 #include "recovery.c"
 #include "rename.c"
 #include "slots.c"

@@ -7,6 +7,7 @@
 #include "heap.h"
 #include "index.h"
 #include "lru.h"
+#include "notes.h"
 #include "tenant.h"
 #include "ttl.h"
 
@@ -158,6 +159,7 @@ CX_API uint64_t cx_lookup(char *base, unsigned tenant, unsigned pdb, const uint8
         cx_entry *e = CX_E(base, off);
         if (e->expire_at != -1 || touch) now = cx_now_ms();
         if (cx_expired(e, now)) {
+            cx_note_drop(base, off, CX_NOTE_EXPIRED);
             cx_drop(base, off, 1);
             sb->expired++;
             t->expired++;

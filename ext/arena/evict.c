@@ -4,6 +4,7 @@
 #include "heap.h"
 #include "layout.h"
 #include "lru.h"
+#include "notes.h"
 #include "tenant.h"
 
 static uint64_t cx_lru_oldest(char *base, uint64_t cur) {
@@ -139,6 +140,7 @@ static void cx_evict(char *base, uint64_t off) {
     cx_super *sb = CX_SB(base);
     sb->tenants[CX_E(base, off)->tenant].evicted++;
     sb->evicted++;
+    cx_note_drop(base, off, CX_NOTE_EVICTED);
     cx_drop(base, off, 1);
 }
 

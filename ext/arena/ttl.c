@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include "entry.h"
+#include "notes.h"
 #include "ttl.h"
 
 /* Volatile entry `off` joins the slot of its period, or of the period active expiry
@@ -74,6 +75,7 @@ CX_API uint64_t cx_expire_cycle(char *base, int64_t now, int64_t budget_ns) {
             checked++;
             if (e->expire_at < now) {
                 sb->tenants[e->tenant].expired++;
+                cx_note_drop(base, cur, CX_NOTE_EXPIRED);
                 cx_drop(base, cur, 1);
                 expired++;
             } else if ((cx_period(e->expire_at) & mask) != (sb->wheel_next & mask)) {

@@ -16,7 +16,7 @@ after close().
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact, PyBytes_FromStringAndSize
-from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t, uintptr_t
 from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy, memset
@@ -266,6 +266,24 @@ cdef extern from "arena/evict.h":
     uint64_t cx_random_entry(char* base, uint64_t* rng, const cx_filter* f) nogil
     int cx_evict_to_limit(char* base, const cx_cfg* cfg, int64_t now) nogil
 
+cdef extern from "arena/notes.h":
+    enum:
+        CX_NOTE_EXPIRED
+        CX_NOTE_EVICTED
+    ctypedef struct cx_note:
+        uint64_t base
+        uint32_t key_len
+        uint16_t tenant
+        uint16_t db
+        uint8_t kind
+    ctypedef struct cx_note_log:
+        uint8_t* buf
+        size_t len
+        int on
+        uint64_t lost
+    cx_note_log cx_notes
+    void cx_notes_clear() nogil
+
 cdef extern from "arena/rename.h":
     void cx_rename_in_place(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen) nogil
     void cx_rename_by_copy(char* base, uint64_t src, uint64_t fresh, unsigned pdb, const uint8_t* key, size_t klen,
@@ -440,6 +458,34 @@ def acquire_fence():
     the entry header, so a weakly ordered CPU cannot read the header before the copy.
     No instruction on x86 (loads are not reordered with older loads); dmb ishld on ARM."""
     cx_acquire_fence()
+
+
+def note_drops(bint on):
+    """Whether the keys this process drops as expired or evicted are noted, for
+    take_dropped_keys (keyspace notifications want them); turning it off forgets them."""
+    cx_notes.on = on
+    if not on:
+        cx_notes_clear()
+
+
+def take_dropped_keys():
+    """The keys dropped as expired or evicted since the last call, while note_drops is on:
+    a list of (arena address, b"expired" or b"evicted", tenant slot, physical db, key)."""
+    cdef size_t at = 0
+    cdef cx_note* note
+    found = []
+    while at < cx_notes.len:
+        note = <cx_note*>(cx_notes.buf + at)
+        at += sizeof(cx_note)
+        found.append((note.base, b"expired" if note.kind == CX_NOTE_EXPIRED else b"evicted",
+                      note.tenant, note.db, (<char*>cx_notes.buf)[at:at + note.key_len]))
+        at += note.key_len
+    cx_notes_clear()
+    return found
+
+
+def dropped_keys_pending():
+    return cx_notes.len != 0
 
 
 def now_ms():
@@ -1914,6 +1960,19 @@ cdef class Arena(Keyspace):
         cdef unsigned pa = ks_pdb(self, 0, a), pb = ks_pdb(self, 0, b)
         sb.db_map[a] = pb
         sb.db_map[b] = pa
+
+    @property
+    def address(self):
+        """Where the arena is mapped in this process (what take_dropped_keys names)."""
+        return <uintptr_t>open_base(self)
+
+    def logical_db(self, unsigned pdb):
+        """The default tenant's logical db that physical db pdb holds (SWAPDB's map)."""
+        cdef cx_super* sb = CX_SB(open_base(self))
+        for db in range(self.ndb):
+            if sb.db_map[db] == pdb:
+                return db
+        return pdb
 
     def expire_cycle(self, int64_t budget_us):
         """Active expiry step: delete due entries (of any tenant) from the expiry wheel
