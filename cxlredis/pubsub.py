@@ -15,6 +15,7 @@ client-output-buffer-limit closes it when that grows past the limit.
 import asyncio
 
 from ._store import glob_match
+from .cluster.slots import key_slot
 
 CHANNELS, PATTERNS, SHARD_CHANNELS = "channels", "patterns", "shard_channels"
 
@@ -105,7 +106,10 @@ class PubSub:
         reply = session.reply
         reply.push(len(parts))
         for part in parts:
-            reply.bulk(part)
+            if isinstance(part, int):       # a sunsubscribe's count
+                reply.integer(part)
+            else:
+                reply.bulk(part)
         connection = self.clients.by_id.get(session.id)
         if connection is not None:
             self._to_flush[session.id] = connection
@@ -119,6 +123,22 @@ class PubSub:
         for connection in connections.values():
             if not connection.closing:
                 connection.flush()
+
+    # -- the cluster
+
+    def publish_from_bus(self, channel, message, shard):
+        """A PUBLISH (or PUBLISHSHARD) another node sent over the cluster bus."""
+        self.publish(None, channel, message, shard)
+
+    def slot_lost(self, slot):
+        """A slot this node served is gone: each subscriber of its shard channels is
+        unsubscribed and told so with a sunsubscribe (Redis's removeChannelsInSlot)."""
+        lost = [entry for entry in self.by_kind[SHARD_CHANNELS] if key_slot(entry[1]) == slot]
+        for entry in lost:
+            for session in list(self.by_kind[SHARD_CHANNELS][entry].values()):
+                self.unsubscribe(session, SHARD_CHANNELS, entry)
+                self._deliver(session, (b"sunsubscribe", entry[1],
+                                        len(session.subscriptions.shard_channels)))
 
     # -- introspection (PUBSUB, INFO)
 

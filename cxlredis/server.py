@@ -184,7 +184,7 @@ class Server:
         for arena in self.store.every():
             arena.index_slots()
         self.bus = Bus(self.listeners.bus_sockets)
-        state = ClusterState(cfg, SlotKeys(self.tenants), self.bus.connect, path)
+        state = ClusterState(cfg, SlotKeys(self.tenants), self.pubsub, self.bus.connect, path)
         try:
             state.load()
         except (NodesConfError, OSError) as e:

@@ -113,9 +113,10 @@ class Node:
 class ClusterState:
     """This node's view of the cluster (see the module docstring)."""
 
-    def __init__(self, config, keys, connect, path):
+    def __init__(self, config, keys, channels, connect, path):
         self.config = config
         self.keys = keys
+        self.channels = channels         # Pub/Sub: PUBLISH from the bus, slots' shard channels
         self.connect = connect
         self.path = path
         self.nodes = {}
@@ -273,6 +274,8 @@ class ClusterState:
         node = self.owner[slot]
         if node is None:
             return
+        if node is self.myself:
+            self.channels.slot_lost(slot)
         node.bitmap[slot >> 3] &= ~(1 << (slot & 7))
         node.numslots -= 1
         self.owner[slot] = None
@@ -443,6 +446,13 @@ class ClusterState:
             if node is not self.myself and not node.flags & bus.NODE_HANDSHAKE:
                 self._send(node.link, msg)
 
+    def publish(self, channel, message):
+        """PUBLISH on any node reaches the subscribers of every node (clusterPropagatePublish);
+        SPUBLISH would go to the slot's replicas, and a cxlredis master has none."""
+        msg = self._message(bus.PUBLISH)
+        msg.channel, msg.payload = bytes(channel), bytes(message)
+        self._broadcast(msg)
+
     def _send_update(self, link, node):
         msg = self._message(bus.UPDATE)
         msg.update_epoch = node.config_epoch
@@ -498,7 +508,9 @@ class ClusterState:
                 node.config_epoch = msg.update_epoch
                 self._take_slots(node, msg.update_epoch, msg.update_slots)
                 self.changed()
-        # PUBLISH, MODULE and the failover messages: no pub/sub, modules or votes here.
+        elif kind in (bus.PUBLISH, bus.PUBLISHSHARD) and sender is not None:
+            self.channels.publish_from_bus(msg.channel, msg.payload, kind == bus.PUBLISHSHARD)
+        # MODULE and the failover messages: no modules or votes here.
 
     def _ping_from(self, link, msg, sender, now):
         """PING, PONG and MEET: handshakes, liveness, roles, slots and gossip. False when the

@@ -86,6 +86,9 @@ def cmd_sunsubscribe(c, argv):
 
 
 def cmd_publish(c, argv):
+    # Tenants' channels are this node's own: the cluster bus knows no tenants.
+    if c.services.cluster is not None and c.tenant is None:
+        c.services.cluster.publish(argv[1], argv[2])
     c.reply.integer(c.services.pubsub.publish(c.tenant, argv[1], argv[2]))
 
 
