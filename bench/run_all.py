@@ -20,6 +20,7 @@ import hitratio
 import lmcache_connectors
 import lmcache_mix
 import memory
+import pubsub
 import smallops
 from common import (BENCH_DIR, REPO_DIR, BenchResult, add_common_arguments, config_from_args,
                     format_size, install_signal_handlers)
@@ -30,6 +31,7 @@ BENCHMARKS = {
     "lmcache_mix": lmcache_mix.run,
     "lmcache_connectors": lmcache_connectors.run,
     "smallops": smallops.run,
+    "pubsub": pubsub.run,
     "memory": memory.run,
     "hitratio": hitratio.run,
     "first_fill": first_fill.run,

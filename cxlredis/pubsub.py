@@ -14,6 +14,7 @@ client-output-buffer-limit closes it when that grows past the limit.
 """
 import asyncio
 
+from ._resp import fan_out
 from ._store import glob_match
 from .cluster.slots import key_slot
 
@@ -42,7 +43,9 @@ class PubSub:
     def __init__(self, clients):
         self.clients = clients          # id → connection, to flush a subscriber
         self.by_kind = {CHANNELS: {}, PATTERNS: {}, SHARD_CHANNELS: {}}
-        self._to_flush = {}
+        self._groups = {}               # (kind, entry) → (reply writers, session ids), built
+                                        # by the first message after a change
+        self._to_flush = set()          # ids of the sessions with messages to send
         self._flush_scheduled = False
 
     # -- subscribing
@@ -55,6 +58,7 @@ class PubSub:
             return False
         mine[entry] = None
         self.by_kind[kind].setdefault(entry, {})[c.id] = c
+        self._groups.pop((kind, entry), None)
         c.subscribed = True
         return True
 
@@ -66,6 +70,7 @@ class PubSub:
         del mine[entry]
         listeners = self.by_kind[kind][entry]
         del listeners[c.id]
+        self._groups.pop((kind, entry), None)
         if not listeners:
             del self.by_kind[kind][entry]
         c.subscribed = bool(c.subscriptions)
@@ -82,46 +87,57 @@ class PubSub:
     def publish(self, namespace, channel, message, shard=False):
         """Deliver message to the subscribers of channel (and, unless shard, of the patterns
         that match it) in namespace; the number of deliveries, as PUBLISH answers."""
-        channel = bytes(channel)
-        kinds = self.by_kind
+        channel, message = bytes(channel), bytes(message)
+        kind = SHARD_CHANNELS if shard else CHANNELS
+        entry = (namespace, channel)
         receivers = 0
-        listeners = kinds[SHARD_CHANNELS if shard else CHANNELS].get((namespace, channel))
-        if listeners:
-            kind = b"smessage" if shard else b"message"
-            for session in list(listeners.values()):
-                self._deliver(session, (kind, channel, message))
-                receivers += 1
+        if entry in self.by_kind[kind]:
+            receivers += self._fan_out(kind, entry, (b"smessage" if shard else b"message",
+                                                     channel, message))
         if not shard:
-            for (pattern_namespace, pattern), listeners in list(kinds[PATTERNS].items()):
-                if pattern_namespace == namespace and glob_match(pattern, channel, False):
-                    for session in list(listeners.values()):
-                        self._deliver(session, (b"pmessage", pattern, channel, message))
-                        receivers += 1
+            for pattern_entry in list(self.by_kind[PATTERNS]):
+                if pattern_entry[0] == namespace and glob_match(pattern_entry[1], channel, False):
+                    receivers += self._fan_out(PATTERNS, pattern_entry,
+                                               (b"pmessage", pattern_entry[1], channel, message))
         return receivers
 
+    def _fan_out(self, kind, entry, parts):
+        """One message to every subscriber of entry, encoded once per protocol; how many.
+        (A message is a push: CLIENT REPLY OFF does not hide it, as in Redis 7.0.15.)"""
+        group = self._groups.get((kind, entry))
+        if group is None:
+            listeners = self.by_kind[kind][entry]
+            group = self._groups[(kind, entry)] = ([s.reply for s in listeners.values()],
+                                                   list(listeners))
+        writers, ids = group
+        fan_out(writers, len(parts), b"".join(b"$%d\r\n%s\r\n" % (len(part), part)
+                                              for part in parts))
+        self._schedule_flush(ids)
+        return len(ids)
+
     def _deliver(self, session, parts):
-        # A message is a push: CLIENT REPLY OFF does not hide it (Redis 7.0.15).
-        if session.close_after_command:
-            return
+        """One push of bulk strings and integers to one subscriber."""
         reply = session.reply
         reply.push(len(parts))
         for part in parts:
-            if isinstance(part, int):       # a sunsubscribe's count
+            if isinstance(part, int):
                 reply.integer(part)
             else:
                 reply.bulk(part)
-        connection = self.clients.by_id.get(session.id)
-        if connection is not None:
-            self._to_flush[session.id] = connection
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                asyncio.get_running_loop().call_soon(self._flush)
+        self._schedule_flush((session.id,))
+
+    def _schedule_flush(self, ids):
+        self._to_flush.update(ids)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self):
         self._flush_scheduled = False
-        connections, self._to_flush = self._to_flush, {}
-        for connection in connections.values():
-            if not connection.closing:
+        ids, self._to_flush = self._to_flush, set()
+        for ident in ids:
+            connection = self.clients.by_id.get(ident)
+            if connection is not None and not connection.closing:
                 connection.flush()
 
     # -- the cluster
@@ -155,3 +171,4 @@ class PubSub:
         if namespace is ...:
             return len(self.by_kind[kind])
         return sum(space == namespace for space, _ in self.by_kind[kind])
+

@@ -621,6 +621,20 @@ cdef inline Py_ssize_t _format_ll(char *out, long long value) noexcept:
     return 24 - i
 
 
+def fan_out(list writers, long long parts, bytes body):
+    """Append one push of `parts` elements, encoded already as body, to every writer (an
+    array header on a RESP2 connection): Pub/Sub's delivery of one PUBLISH. A large body
+    goes by reference, so the subscribers of a big message share its one copy."""
+    cdef ReplyWriter writer
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(body)
+    for writer in writers:
+        writer._header(b'>' if writer._resp == 3 else b'*', parts)
+        if size >= writer._threshold.nbytes:
+            writer._queue(body, size)
+        else:
+            writer._put(PyBytes_AS_STRING(body), size)
+
+
 cdef class ReplyWriter:
     """Encodes replies for one connection (RESP2 or RESP3) until flush().
 
