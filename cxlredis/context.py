@@ -8,7 +8,7 @@ else: not the connection (its transport, buffers and limits belong to
 connection.py) and not the server. The connection acts on what a handler asks
 for through the context's flags (close_after_command) once the command is done.
 """
-from .notifications import NEW
+from .notifications import KEY_MISS, NEW
 from .pubsub import Subscriptions
 from .slots import SlotArg, release_slots
 
@@ -91,6 +91,16 @@ class CallContext:
         if isinstance(value, SlotArg):
             return value.commit(self.db, key, expire_at, keep_ttl)
         return self.store.set(self.db, key, value, expire_at, 0, keep_ttl)
+
+    def lookup(self, key, for_write=False, type=-1, touch=True):
+        """The entry of key in the current db, None if missing (WRONGTYPE if type is given
+        and it holds another). A read counts a hit or a miss and reports a miss as a
+        keymiss event; a write's lookup touches the LRU, counting nothing (Redis's
+        lookupKeyRead and lookupKeyWrite)."""
+        entry = self.store.find(self.db, key, touch=touch, stats=not for_write, type=type)
+        if entry is None and not for_write:
+            self.notify(KEY_MISS, b"keymiss", key)
+        return entry
 
     def notify(self, kind, event, key, db=None):
         """A keyspace event of the command (notifications.py), published if its class is on."""

@@ -87,7 +87,7 @@ class PubSub:
     def publish(self, namespace, channel, message, shard=False):
         """Deliver message to the subscribers of channel (and, unless shard, of the patterns
         that match it) in namespace; the number of deliveries, as PUBLISH answers."""
-        channel, message = bytes(channel), bytes(message)
+        channel = bytes(channel)    # (a large message stays the buffer it came in)
         kind = SHARD_CHANNELS if shard else CHANNELS
         entry = (namespace, channel)
         receivers = 0
@@ -110,8 +110,10 @@ class PubSub:
             group = self._groups[(kind, entry)] = ([s.reply for s in listeners.values()],
                                                    list(listeners))
         writers, ids = group
-        fan_out(writers, len(parts), b"".join(b"$%d\r\n%s\r\n" % (len(part), part)
-                                              for part in parts))
+        body = []
+        for part in parts:
+            body += (b"$%d\r\n" % len(part), part, b"\r\n")
+        fan_out(writers, len(parts), b"".join(body))   # the one copy of the message
         self._schedule_flush(ids)
         return len(ids)
 

@@ -338,6 +338,19 @@ class RawConnection:
         self.close()
 
 
+def pubsub_messages(pubsub, wait=0.5) -> list:
+    """(type, channel, data) of every message a redis-py PubSub receives until none has
+    come for `wait` seconds."""
+    heard = []
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05)
+        if message is not None:
+            heard.append((message["type"], message["channel"], message["data"]))
+            deadline = time.monotonic() + wait
+    return heard
+
+
 def raw_connection(port=None, *, unixsocket=None, timeout=5.0) -> RawConnection:
     return RawConnection(port, unixsocket=unixsocket, timeout=timeout)
 

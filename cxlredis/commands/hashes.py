@@ -15,7 +15,7 @@ from .. import errors
 from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_HASH
 from ..errors import CommandError
-from ..notifications import GENERIC, HASH, KEY_MISS, NEW
+from ..notifications import GENERIC, HASH, NEW
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
 from .scanning import parse_cursor, parse_scan_args
 
@@ -53,13 +53,8 @@ def decode(data):
 
 
 def find_hash(c, key, for_write=False):
-    """The entry of the hash at key (None when missing); WRONGTYPE for another type. A
-    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite); a
-    read's miss is a keymiss event."""
-    entry = c.store.find(c.db, key, stats=not for_write, type=TYPE_HASH)
-    if entry is None and not for_write:
-        c.notify(KEY_MISS, b"keymiss", key)
-    return entry
+    """The entry of the hash at key (CallContext.lookup)."""
+    return c.lookup(key, for_write, TYPE_HASH)
 
 
 def read_hash(c, key, for_write=False):

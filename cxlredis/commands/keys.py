@@ -9,7 +9,7 @@ DEL and MEMORY USAGE do neither.
 from .. import errors
 from .._store import TYPE_HASH, TYPE_STRING, now_ms
 from ..errors import CommandError
-from ..notifications import GENERIC, KEY_MISS, NEW
+from ..notifications import GENERIC, NEW
 from ..tenants import own_keyspace
 from .args import INT64_MAX, parse_int, upper
 from .connection import reply_help
@@ -40,14 +40,6 @@ def _decode(arg):
     return bytes(arg).split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
 
 
-def find_read(c, key, touch=True):
-    """A read's lookup (it counts a hit or a miss); a miss is a keymiss event."""
-    entry = c.store.find(c.db, key, touch=touch)
-    if entry is None:
-        c.notify(KEY_MISS, b"keymiss", key)
-    return entry
-
-
 # --- existence and deletion ----------------------------------------------
 def cmd_del(c, argv):
     store, db, deleted = c.store, c.db, 0
@@ -62,15 +54,15 @@ cmd_unlink = cmd_del
 
 
 def cmd_exists(c, argv):
-    c.reply.integer(sum(1 for key in argv[1:] if find_read(c, key, touch=False) is not None))
+    c.reply.integer(sum(1 for key in argv[1:] if c.lookup(key, touch=False) is not None))
 
 
 def cmd_touch(c, argv):
-    c.reply.integer(sum(1 for key in argv[1:] if find_read(c, key) is not None))
+    c.reply.integer(sum(1 for key in argv[1:] if c.lookup(key) is not None))
 
 
 def cmd_type(c, argv):
-    entry = find_read(c, argv[1], touch=False)
+    entry = c.lookup(argv[1], touch=False)
     c.reply.simple(TYPE_NAMES[entry.type] if entry is not None else "none")
 
 
@@ -142,7 +134,7 @@ def cmd_pexpireat(c, argv):
 
 
 def _ttl(c, key, milliseconds, absolute):
-    entry = find_read(c, key, touch=False)
+    entry = c.lookup(key, touch=False)
     if entry is None:
         c.reply.integer(-2)
         return
@@ -268,7 +260,7 @@ def cmd_copy(c, argv):
         raise CommandError("ERR Copying to another database is not allowed in cluster mode")
     if dstdb == db and bytes(key) == bytes(newkey):
         raise CommandError(errors.SAME_OBJECT)
-    if find_read(c, key) is None:
+    if c.lookup(key) is None:
         c.reply.integer(0)
         return
     copied = store.copy(db, key, dstdb, newkey, replace)

@@ -17,7 +17,6 @@ from ..errors import CommandError
 from ..notifications import GENERIC, NEW
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
 from .hashes import decode as decode_hash, encode as encode_hash
-from .keys import find_read
 
 BUSYKEY = "BUSYKEY Target key name already exists."
 INVALID_TTL = "ERR Invalid TTL value, must be >= 0"
@@ -40,7 +39,7 @@ def payload_parts(entry):
 
 # --- DUMP ------------------------------------------------------------------------
 def cmd_dump(c, argv):
-    entry = find_read(c, argv[1])
+    entry = c.lookup(argv[1])
     if entry is None:
         c.reply.null()
         return

@@ -18,13 +18,8 @@ from .args import INT64_MAX, INT64_MIN, is_int64, parse_int, upper
 from ..sessions import touch_absent_watched_key
 
 def find_string(c, key, for_write=False):
-    """The string entry for key, None if missing; WRONGTYPE if it holds another type. A
-    write's lookup touches the LRU but counts no hit or miss (Redis's lookupKeyWrite); a
-    read's miss is a keymiss event."""
-    entry = c.store.find(c.db, key, stats=not for_write, type=TYPE_STRING)
-    if entry is None and not for_write:
-        c.notify(KEY_MISS, b"keymiss", key)
-    return entry
+    """The string entry for key (CallContext.lookup)."""
+    return c.lookup(key, for_write, TYPE_STRING)
 
 
 def set_string(c, key, value, expire_at=-1, keep_ttl=False, created=None):

@@ -126,6 +126,15 @@ SEQUENCES = {
         cmd("PSUBSCRIBE"),
         cmd("SPUBLISH", "c"),
     ],
+    # past large-value-threshold: the subscribers share the message's one copy
+    "large message": [
+        cmd("SUBSCRIBE", "s11.big", conn=1),
+        cmd("PSUBSCRIBE", "s11.*", conn=1),
+        cmd("PUBLISH", "s11.big", bytes(range(256)) * 8192),
+        heard(1, 2),
+        cmd("PUBLISH", "s11.big", b""),
+        heard(1, 2),
+    ],
     "binary channels and messages": [
         cmd("SUBSCRIBE", b"s9.\x00\xff\r\n", conn=1),
         cmd("PUBLISH", b"s9.\x00\xff\r\n", b"\x00\r\n" * 1000),

@@ -2,20 +2,14 @@
 of every block that leaves the cache (evicted, expired, deleted) without polling, and
 the setting survives CONFIG REWRITE and a restart. (The events of each command are
 compared with Redis's in tests/differential/test_diff_notifications.py.)"""
-import time
-
 import redis
+
+from conftest import pubsub_messages
 
 
 def heard(pubsub, wait=0.5):
-    found = []
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05)
-        if message is not None:
-            found.append((message["channel"], message["data"]))
-            deadline = time.monotonic() + wait
-    return found
+    """(channel, data) of what the listener receives until it has been quiet for wait s."""
+    return [(channel, data) for _, channel, data in pubsub_messages(pubsub, wait)]
 
 
 def test_a_lowered_maxmemory_reports_every_evicted_key_without_a_command(cxl_factory):

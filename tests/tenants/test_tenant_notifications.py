@@ -6,6 +6,7 @@ import time
 import pytest
 import redis
 
+from conftest import pubsub_messages
 from tenant_helpers import USERS, as_user, tenant_server
 
 
@@ -22,15 +23,8 @@ def server():
 
 
 def heard(pubsub, wait=0.5):
-    """(channel, data) of every message that arrives within `wait` seconds of the last."""
-    found = []
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05)
-        if message is not None:
-            found.append((message["channel"], message["data"]))
-            deadline = time.monotonic() + wait
-    return found
+    """(channel, data) of what the listener receives until it has been quiet for wait s."""
+    return [(channel, data) for _, channel, data in pubsub_messages(pubsub, wait)]
 
 
 @pytest.fixture

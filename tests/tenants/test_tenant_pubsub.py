@@ -1,10 +1,9 @@
 """Pub/Sub across tenants: channel names are namespaced like keys, so a tenant never
 hears another tenant's messages (channels or patterns) and PUBSUB shows it its own."""
-import time
-
 import pytest
 import redis
 
+from conftest import pubsub_messages
 from tenant_helpers import USERS, as_user, tenant_server
 
 
@@ -17,16 +16,8 @@ def server():
         srv.close()
 
 
-def messages(pubsub, wait=1.0):
-    """Every message that arrives within `wait` seconds of the last one."""
-    heard = []
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        message = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05)
-        if message is not None:
-            heard.append((message["type"], message["channel"], message["data"]))
-            deadline = time.monotonic() + wait
-    return heard
+def messages(pubsub):
+    return pubsub_messages(pubsub, wait=1.0)
 
 
 def test_a_tenant_hears_only_its_own_channels(server):
