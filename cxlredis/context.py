@@ -92,7 +92,7 @@ class CallContext:
             return value.commit(self.db, key, expire_at, keep_ttl)
         return self.store.set(self.db, key, value, expire_at, 0, keep_ttl)
 
-    def lookup(self, key, for_write=False, type=-1, touch=True):
+    def find(self, key, for_write=False, type=-1, touch=True):
         """The entry of key in the current db, None if missing (WRONGTYPE if type is given
         and it holds another). A read counts a hit or a miss and reports a miss as a
         keymiss event; a write's lookup touches the LRU, counting nothing (Redis's

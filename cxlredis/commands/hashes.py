@@ -53,8 +53,8 @@ def decode(data):
 
 
 def find_hash(c, key, for_write=False):
-    """The entry of the hash at key (CallContext.lookup)."""
-    return c.lookup(key, for_write, TYPE_HASH)
+    """The entry of the hash at key (CallContext.find)."""
+    return c.find(key, for_write, TYPE_HASH)
 
 
 def read_hash(c, key, for_write=False):

@@ -54,15 +54,15 @@ cmd_unlink = cmd_del
 
 
 def cmd_exists(c, argv):
-    c.reply.integer(sum(1 for key in argv[1:] if c.lookup(key, touch=False) is not None))
+    c.reply.integer(sum(1 for key in argv[1:] if c.find(key, touch=False) is not None))
 
 
 def cmd_touch(c, argv):
-    c.reply.integer(sum(1 for key in argv[1:] if c.lookup(key) is not None))
+    c.reply.integer(sum(1 for key in argv[1:] if c.find(key) is not None))
 
 
 def cmd_type(c, argv):
-    entry = c.lookup(argv[1], touch=False)
+    entry = c.find(argv[1], touch=False)
     c.reply.simple(TYPE_NAMES[entry.type] if entry is not None else "none")
 
 
@@ -134,7 +134,7 @@ def cmd_pexpireat(c, argv):
 
 
 def _ttl(c, key, milliseconds, absolute):
-    entry = c.lookup(key, touch=False)
+    entry = c.find(key, touch=False)
     if entry is None:
         c.reply.integer(-2)
         return
@@ -260,7 +260,7 @@ def cmd_copy(c, argv):
         raise CommandError("ERR Copying to another database is not allowed in cluster mode")
     if dstdb == db and bytes(key) == bytes(newkey):
         raise CommandError(errors.SAME_OBJECT)
-    if c.lookup(key) is None:
+    if c.find(key) is None:
         c.reply.integer(0)
         return
     copied = store.copy(db, key, dstdb, newkey, replace)

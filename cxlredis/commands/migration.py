@@ -39,7 +39,7 @@ def payload_parts(entry):
 
 # --- DUMP ------------------------------------------------------------------------
 def cmd_dump(c, argv):
-    entry = c.lookup(argv[1])
+    entry = c.find(argv[1])
     if entry is None:
         c.reply.null()
         return

@@ -18,8 +18,8 @@ from .args import INT64_MAX, INT64_MIN, is_int64, parse_int, upper
 from ..sessions import touch_absent_watched_key
 
 def find_string(c, key, for_write=False):
-    """The string entry for key (CallContext.lookup)."""
-    return c.lookup(key, for_write, TYPE_STRING)
+    """The string entry for key (CallContext.find)."""
+    return c.find(key, for_write, TYPE_STRING)
 
 
 def set_string(c, key, value, expire_at=-1, keep_ttl=False, created=None):
