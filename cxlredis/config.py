@@ -634,6 +634,10 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("slowlog-log-slower-than", Integer(-1, LLONG_MAX), 10000, MUTABLE,
      "Log commands slower than this many microseconds; -1 disables, 0 logs every command.",
      "monitoring"),
+    ("busy-reply-threshold", Integer(0, LLONG_MAX), 5000, MUTABLE,
+     "Milliseconds a script may run before other clients get -BUSY and SCRIPT KILL can stop "
+     "it; 0 never (the script runs to its end). lua-time-limit is another name for it.",
+     "general"),
     ("slowlog-max-len", Integer(0, LLONG_MAX), 128, MUTABLE,
      "Entries kept in the slow log.", "monitoring"),
     ("metrics-port", Integer(0, 65535), 0, IMMUTABLE,
@@ -721,6 +725,7 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
 ])
 
 _BY_NAME = {option.name: option for option in OPTIONS}
+_BY_NAME["lua-time-limit"] = _BY_NAME["busy-reply-threshold"]     # Redis's old name
 
 
 # ---------------------------------------------------------------- loading

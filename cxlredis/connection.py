@@ -58,6 +58,7 @@ class Client(asyncio.BufferedProtocol):
         self.slots_received = False  # a SlotArg arrived since the last command: release what it left
         self.metered_out = 0         # bytes of the pending replies already metered (see _meter)
         self.soft_limit_since = None  # when the output first went over the soft limit
+        self.session.resume = self.resume_after_script
         services.acl.attach(self.session)      # binds the session's store to the user's tenant too
 
     # --- asyncio protocol ------------------------------------------------
@@ -122,6 +123,15 @@ class Client(asyncio.BufferedProtocol):
             self.reading_paused = False
             self.transport.resume_reading()
 
+    def resume_after_script(self):
+        """Its script ended after being suspended (scripting.py): reply, and go on with
+        the input that waited meanwhile."""
+        if self.closing:
+            return
+        if not self.reading_paused:
+            self.transport.resume_reading()
+        self.process()
+
     # --- the request loop ------------------------------------------------
     def process(self):
         # Each command and its reply are metered to the tenant the session was bound to
@@ -133,7 +143,7 @@ class Client(asyncio.BufferedProtocol):
         # after the whole pipeline: a client that stops reading cannot make us buffer more.
         hard, soft, _ = services.config["client-output-buffer-limit"]["normal"]
         output_budget = min(hard or soft, soft or hard)     # the lower limit set; 0 if none
-        while not self.closing:
+        while not self.closing and not session.suspended:
             if not session.authenticated:
                 # Redis's pre-authentication limits hold while a password is required.
                 parser.authenticated = not services.acl.auth_required
@@ -142,7 +152,7 @@ class Client(asyncio.BufferedProtocol):
                 if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted_keys
                         and isinstance(store, Keyspace) and services.monitoring.watch_from_us
                         and not session.asking and not session.subscribed
-                        and not services.notifications.from_commands):
+                        and not services.notifications.from_commands and services.scripts.busy is None):
                     # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
                     # its keyspace commands and feeds every command to it)
                     commands += self._serve_fast(store, output_budget)
@@ -184,6 +194,10 @@ class Client(asyncio.BufferedProtocol):
                 store.add_command(commands)
                 self.close_after_reply()
                 return
+            if session.suspended:
+                # its script runs on: the rest of the input waits for it (resume_after_script)
+                self.transport.pause_reading()
+                break
             if output_budget and reply.pending >= output_budget and self._over_output_limit():
                 break
         if commands:

@@ -3,7 +3,8 @@
 lookup (unknown command / subcommand) → arity → DEBUG unless enable-debug-command
 allows it → NOAUTH → no_multi → ACL
 (command, then keys and channels) → cluster redirect (MOVED, ASK, CROSSSLOT, TRYAGAIN,
-CLUSTERDOWN; cluster mode only) → evictions (back under maxmemory; -OOM for a denyoom
+CLUSTERDOWN; cluster mode only) → -BUSY while a script runs past busy-reply-threshold
+(but for allow_busy commands) → evictions (back under maxmemory; -OOM for a denyoom
 command when nothing more can go) → MONITOR and RESP2 Pub/Sub restrictions → MULTI queueing → handler, timed, with
 per-command calls/usec/rejected/failed counters and per-prefix error counters
 (INFO commandstats / errorstats). A write that still finds no room raises
@@ -49,6 +50,10 @@ def dispatch(c, argv):
         if c.asking and not (spec.name in ("asking", "multi") or (
                 c.multi is not None and spec.name not in ("exec", "discard"))):
             c.asking = False          # ASKING covers one command, or one transaction
+    # A script running too long (scripting.py) leaves room for little but SCRIPT KILL; the
+    # keyspace is the script's meanwhile, so nothing evicts either.
+    if error is None and c.services.scripts.busy is not None and "allow_busy" not in spec.flags:
+        error = c.services.scripts.busy_error
     # Redis's performEvictions: get back under maxmemory before any command (it may have
     # been lowered); a command that may grow memory is refused when that is impossible.
     if (error is None and not c.services.monitoring.evict_to_maxmemory(c.store.arena)
@@ -112,6 +117,64 @@ def call_queued(c, argv):
             with_reply_mode(c, lambda: c.reply.error(error))
             return
     call(c, spec, argv)
+
+
+# Why a script's redis.call was refused by the ACL, by what the user may not touch.
+SCRIPT_DENIALS = {
+    acl.DENIED_KEY: b"The user executing the script can't access at least one of the keys mentioned "
+                    b"in the command arguments",
+    acl.DENIED_CHANNEL: b"The user executing the script can't publish to the channel mentioned in the command",
+}
+SCRIPT_DENIED_COMMAND = b"The user executing the script can't run this command or subcommand"
+
+
+def script_call(c, argv, run):
+    """One redis.call of a script (run: scripting.Run) in its session c, with the checks
+    of Redis's scriptCall; (reply bytes, False), or (error text, True) if refused."""
+    spec, error = lookup(argv)
+    if spec is None:
+        return b"Unknown Redis command called from script", True
+    if error is not None:
+        return b"Wrong number of args calling Redis command from script", True
+    if "noscript" in spec.flags:
+        return b"This Redis command is not allowed from script", True
+    if acl_applies(c.user, spec) and "no_auth" not in spec.flags:
+        denied = c.user.check(spec, argv)
+        if denied is not None:
+            reason, index = denied
+            kind, obj = (("key", bytes(argv[index])) if reason == acl.DENIED_KEY
+                         else ("channel", bytes(argv[index])) if reason == acl.DENIED_CHANNEL
+                         else ("command", spec.name.encode()))
+            c.services.acl.log_denial(c, kind, obj, c.user.name, "lua")
+            return SCRIPT_DENIALS.get(reason, SCRIPT_DENIED_COMMAND), True
+    if "write" in spec.flags:
+        if run.readonly:
+            return b"Write commands are not allowed from read-only scripts.", True
+        # Redis's "no OOM before the first write" of scripts without flags
+        if (run.compat and not run.allow_oom and not run.wrote and "denyoom" in spec.flags
+                and not c.services.monitoring.evict_to_maxmemory(c.store.arena)):
+            return b"-" + errors.OOM.encode(), True
+    if c.services.cluster is not None:
+        refused = redirect(c, spec, argv)
+        if refused is not None:
+            return (b"Script attempted to execute a command while the cluster is down"
+                    if refused.startswith("CLUSTERDOWN")
+                    else b"Script attempted to access a non local key in a cluster node"), True
+    if "write" in spec.flags:
+        run.wrote = True
+    call(c, spec, argv)
+    collected = _Collected()
+    _unpin(c, c.reply.flush(collected))
+    return collected.data, False
+
+
+class _Collected:
+    """A transport for ReplyWriter.flush that keeps what it is given, as one bytes."""
+
+    data = b""
+
+    def writelines(self, parts):
+        self.data = b"".join(parts)
 
 
 def reject(c, spec, error):

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from . import REDIS_COMPAT_VERSION, metrics
+from . import REDIS_COMPAT_VERSION, dispatch, metrics
 from ._fastpath import Counters as FastCounters
 from ._resp import LargeValueThreshold
 from ._store import region_locked
@@ -30,6 +30,7 @@ from .monitoring import Monitoring
 from .notifications import Notifications
 from .prometheus import Exporter
 from .pubsub import PubSub
+from .scripting import Scripts
 from .slot_keys import SlotKeys
 from .tenants import Tenants
 
@@ -148,6 +149,7 @@ class Server:
         self.notifications.configure(config["notify-keyspace-events"])
         config.on_change("notify-keyspace-events", self.notifications.configure)
         self.leases = Leases(config)            # co-located clients' leases (CXL commands)
+        self.scripts = Scripts(config, dispatch.script_call, self.monitoring, REDIS_COMPAT_VERSION)
         self.cluster = self._load_cluster() if config["cluster-enabled"] else None
         sources = Sources(process=self.process, config=config, stats=self.stats,
                           clients=self.clients, arenas=store, leases=self.leases,
@@ -156,7 +158,7 @@ class Server:
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
             leases=self.leases, monitoring=self.monitoring, pubsub=self.pubsub,
-            notifications=self.notifications, clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
+            notifications=self.notifications, scripts=self.scripts, clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
             version=REDIS_COMPAT_VERSION, lastsave=self.process.lastsave,
             info=lambda sections, session: metrics.info(sources, sections, session),
             check_arenas=store.check, reset_stats=self.reset_stats,
@@ -259,6 +261,8 @@ class Server:
                 log.exception("Error in the cluster cron")
 
     def _cron_tick(self):
+        if self.scripts.busy is not None:
+            return      # the keyspace is a running script's (Redis runs no cron meanwhile either)
         store = self.store
         # An expire step is bounded so a cron tick never stalls clients.
         self.monitoring.latency.timed("expire-cycle", lambda: store.expire_cycle(self.config["hz"]))

@@ -244,6 +244,18 @@ DOCS = {
         token("FORCE", since="7.0.0", optional=True),
         token("ABORT", since="7.0.0", optional=True),
         history=("7.0.0: Added the `NOW`, `FORCE` and `ABORT` modifiers.",)),
+    "eval": doc(string("script"), integer("numkeys"), key("key", 0, optional=True, multiple=True),
+                 string("arg", optional=True, multiple=True)),
+    "evalsha": doc(string("sha1"), integer("numkeys"), key("key", 0, optional=True, multiple=True),
+                    string("arg", optional=True, multiple=True)),
+    "eval_ro": doc(string("script"), integer("numkeys"), key("key", 0, optional=True, multiple=True),
+                    string("arg", optional=True, multiple=True)),
+    "evalsha_ro": doc(string("sha1"), integer("numkeys"), key("key", 0, optional=True, multiple=True),
+                       string("arg", optional=True, multiple=True)),
+    "script|load": doc(string("script")),
+    "script|exists": doc(string("sha1", multiple=True)),
+    "script|flush": doc(oneof("async", token("ASYNC"), token("SYNC"), optional=True, since="6.2.0"),
+                        history=("6.2.0: Added the `ASYNC` and `SYNC` flushing mode modifiers.",)),
     "function|flush": doc(oneof("async", token("ASYNC"), token("SYNC"), optional=True)),
     # Redis documents DEBUG only as a system command, without arguments; its
     # subcommands (cxlredis's ARENA-CHECK among them) are listed by DEBUG HELP.

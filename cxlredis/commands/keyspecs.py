@@ -2,13 +2,14 @@
 
 The ACL checks key patterns at these positions, COMMAND GETKEYS answers them, and
 cluster slot checks hash them. Positions follow the key specs (begin_search by
-index, find_keys by range), as Redis's getKeysFromCommandWithSpecs does; indexes
+index, find_keys by range or keynum), as Redis's getKeysFromCommandWithSpecs does; indexes
 past the arguments are skipped (a variadic command with too few arguments has no
 such key). Specs found by keyword (MIGRATE's KEYS) are searched for as Redis's
 getKeysUsingKeySpecs does, and when one is incomplete (or out of the arguments)
 the command's own get_keys answers instead, as Redis falls back to the command's
 getkeys_proc.
 """
+from .args import is_int64
 from .table import READ, WRITE
 
 __all__ = ("READ", "WRITE", "key_arguments", "key_positions")
@@ -24,7 +25,7 @@ class _KeyPlan:
     def __init__(self, spec, key_specs):
         # Key specs with a keyword, or incomplete ones, walked with Redis's checks.
         self.searched = None
-        if any(ks.keyword or "incomplete" in ks.flags for ks in key_specs):
+        if any(ks.keyword or ks.keynum or "incomplete" in ks.flags for ks in key_specs):
             self.searched = key_specs
             self.get_keys = spec.get_keys
             self.access = 0
@@ -96,6 +97,12 @@ def _searched_keys(plan, argv):
     argc = len(argv)
     found = []
     for ks in plan.searched:
+        if ks.keynum:
+            keys = _counted_keys(ks, argv)
+            if keys is None:                # no valid count: no keys (EVAL's getkeys_proc agrees)
+                return []
+            found += [(index, ks.access) for index in keys]
+            continue
         first = _keyword_end(ks, argv) if ks.keyword else ks.index
         if first is None:
             continue                # a keyword not in the call: the spec has no keys
@@ -110,6 +117,23 @@ def _searched_keys(plan, argv):
             return [(index, plan.access) for index in keys]
         found += [(index, ks.access) for index in range(first, last + 1, ks.key_step)]
     return found
+
+
+def _counted_keys(ks, argv):
+    """The keys of a keynum spec (EVAL's numkeys, then that many keys), None when the
+    count is not a non-negative integer or names more keys than there are arguments."""
+    keynumidx, firstkey, keystep = ks.keynum
+    if ks.index + keynumidx >= len(argv):
+        return None
+    raw = bytes(argv[ks.index + keynumidx])
+    if not is_int64(raw):
+        return None
+    count = int(raw)
+    first = ks.index + firstkey
+    last = first + (count - 1) * keystep
+    if count < 0 or last >= len(argv):
+        return None
+    return range(first, last + 1, keystep)
 
 
 def key_positions(spec, argv, include_not_keys=False):

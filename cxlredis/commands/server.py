@@ -221,6 +221,14 @@ def reply_command_info(c, spec):
         r.bulk("find_keys")
         r.map(2)
         r.bulk("type")
+        if ks.keynum:
+            r.bulk("keynum")
+            r.bulk("spec")
+            r.map(3)
+            for name, value in zip(("keynumidx", "firstkey", "keystep"), ks.keynum):
+                r.bulk(name)
+                r.integer(value)
+            continue
         r.bulk("range")
         r.bulk("spec")
         r.map(3)

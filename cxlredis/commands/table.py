@@ -9,7 +9,7 @@ A handler is `cmd_<name>` (with `|` → `_` and `-` → `_`) in the module of th
 command's family (see FAMILY_MODULES); a container command (CLIENT, CONFIG...)
 lists its subcommands as `container|sub` entries.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .._fastpath import (FAST_DECR_OP, FAST_DECRBY_OP, FAST_DEL_OP, FAST_EXISTS_OP, FAST_EXPIRE_OP, FAST_GET_OP,
                          FAST_HGET_OP, FAST_HSET_OP, FAST_INCR_OP, FAST_INCRBY_OP, FAST_MGET_OP, FAST_PTTL_OP,
@@ -35,6 +35,7 @@ FAMILY_MODULES = {
     "transactions": "transactions",
     "cluster": "cluster",
     "pubsub": "pubsub",
+    "scripting": "scripting",
 }
 
 
@@ -45,7 +46,7 @@ READ, WRITE = 1, 2
 @dataclass(frozen=True)
 class KeySpec:
     """A Redis 7 key specification: begin_search by index (or by keyword, searched from
-    startfrom), find_keys by range."""
+    startfrom), find_keys by range (or by keynum: a count of keys at an argument)."""
 
     flags: tuple
     index: int
@@ -55,6 +56,7 @@ class KeySpec:
     notes: str = ""
     keyword: str = ""            # begin_search by keyword: the keys follow this argument...
     startfrom: int = 0           # ...searched for from here (negative: from the end, backwards)
+    keynum: tuple = ()           # find_keys by keynum: (keynumidx, firstkey, keystep) from index
 
     @property
     def access(self):
@@ -109,13 +111,14 @@ class CommandSpec:
     def legacy_key_range(self):
         """COMMAND INFO's (first key, last key, step), derived from the key specs as Redis 7's
         populateCommandLegacyRangeSpec does: the key specs' plain ranges that follow each other."""
-        if len(self.key_specs) == 1 and not self.key_specs[0].keyword:
+        if len(self.key_specs) == 1 and not self.key_specs[0].keyword and not self.key_specs[0].keynum:
             only = self.key_specs[0]
             last = only.index + only.last_key if only.last_key >= 0 else only.last_key
             return only.index, last, only.key_step
         first, last = None, 0
         for spec in self.key_specs:
-            if spec.keyword or spec.key_step != 1 or (first is not None and last != spec.index - 1):
+            if (spec.keyword or spec.keynum or spec.key_step != 1
+                    or (first is not None and last != spec.index - 1)):
                 continue  # found by keyword, not plain, or not next to the previous range: movable keys
             first = spec.index if first is None else min(first, spec.index)
             end = spec.index + spec.last_key if spec.last_key >= 0 else spec.last_key
@@ -153,6 +156,10 @@ class CommandSpec:
 
 def ks(flags, index, last_key=0, key_step=1, limit=0, notes=""):
     return KeySpec(tuple(flags.split()), index, last_key, key_step, limit, notes)
+
+
+def ks_keynum(flags, index, keynumidx, firstkey, keystep, notes=""):
+    return KeySpec(tuple(flags.split()), index, notes=notes, keynum=(keynumidx, firstkey, keystep))
 
 
 def ks_keyword(flags, keyword, startfrom, last_key=0, key_step=1, limit=0):
@@ -210,6 +217,13 @@ _TENANT_ADMIN = "admin noscript loading stale"
 _CXL = dict(group="server", family="cxl", since="0.1.0")
 _CXL_MAPPING = "cxl dangerous"
 _CLUSTER = dict(group="cluster", family="cluster")
+_SCRIPTING = dict(group="scripting")
+_EVAL = "noscript stale skip_monitor no_mandatory_keys movablekeys"
+_EVAL_KEYS = (ks_keynum("RW access update", 2, 0, 1, 1, notes=(
+    "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE")),)
+_EVAL_RO_KEYS = (ks_keynum("RO access", 2, 0, 1, 1, notes=(
+    "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS")),)
+_EVAL_DOCS = dict(since="2.6.0", complexity="Depends on the script that is executed.")
 _WATCH = dict(group="server", family="monitoring")
 _WATCH_ADMIN = "admin noscript loading stale"
 _MIGRATION = dict(family="migration")
@@ -412,6 +426,38 @@ SPECS = [
         summary="Synchronously save the dataset to disk and then shut down the server", since="1.0.0",
         complexity="O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)"),
+    # --- scripting -------------------------------------------------------
+    cmd("eval", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_KEYS,
+        summary="Execute a Lua script server side", **_EVAL_DOCS),
+    cmd("evalsha", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=(replace(_EVAL_KEYS[0], notes=""),),
+        summary="Execute a Lua script server side", **_EVAL_DOCS),
+    cmd("eval_ro", -3, "readonly " + _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_RO_KEYS,
+        summary="Execute a read-only Lua script server side", since="7.0.0",
+        complexity="Depends on the script that is executed."),
+    cmd("evalsha_ro", -3, "readonly " + _EVAL, acl="scripting", **_SCRIPTING,
+        key_specs=(replace(_EVAL_RO_KEYS[0], notes=""),),
+        summary="Execute a read-only Lua script server side", since="7.0.0",
+        complexity="Depends on the script that is executed."),
+    cmd("script", -2, **_SCRIPTING, summary="A container for Lua scripts management commands",
+        since="2.6.0", complexity="Depends on subcommand."),
+    cmd("script|load", 3, "noscript stale", acl="scripting", **_SCRIPTING,
+        summary="Load the specified Lua script into the script cache.", since="2.6.0",
+        complexity="O(N) with N being the length in bytes of the script body.",
+        tips=("request_policy:all_nodes", "response_policy:all_succeeded")),
+    cmd("script|exists", -3, "noscript", acl="scripting", **_SCRIPTING,
+        summary="Check existence of scripts in the script cache.", since="2.6.0",
+        complexity="O(N) with N being the number of scripts to check (so checking a single script "
+                   "is an O(1) operation).",
+        tips=("request_policy:all_shards", "response_policy:agg_logical_and")),
+    cmd("script|flush", -2, "noscript", acl="scripting", **_SCRIPTING,
+        summary="Remove all the scripts from the script cache.", since="2.6.0",
+        complexity="O(N) with N being the number of scripts in cache",
+        tips=("request_policy:all_nodes", "response_policy:all_succeeded")),
+    cmd("script|kill", 2, "noscript allow_busy", acl="scripting", **_SCRIPTING,
+        summary="Kill the script currently in execution.", since="2.6.0", complexity="O(1)",
+        tips=("request_policy:all_shards", "response_policy:one_succeeded")),
+    cmd("script|help", 2, "loading stale", acl="scripting", **_SCRIPTING,
+        summary="Show helpful text about the different subcommands", since="5.0.0", complexity="O(1)"),
     cmd("function", -2, group="scripting", family="server", summary="A container for function commands",
         since="7.0.0", complexity="Depends on subcommand."),
     cmd("function|flush", -2, "write noscript", acl="scripting", group="scripting", family="server",

@@ -1,0 +1,463 @@
+-- The scripting environment of Redis 7.0 on a stock Lua 5.1 (lupa.lua51), loaded once
+-- per runtime by cxlredis/scripting.py, which passes its hooks and gets back the
+-- functions it drives a script with.
+--
+-- What a script sees is a read-only global table: Redis's allowed builtins, its
+-- libraries and the redis.* API. Stock Lua has no read-only tables (Redis patches its
+-- Lua for them), so every table a script can reach that all scripts share is a proxy
+-- whose writes fail; rawset, getfenv, setfenv, load and loadstring are wrapped so they
+-- cannot get around the proxies. Nothing a script does survives it, so scripts of
+-- different tenants, which share this one runtime, cannot reach each other.
+--
+-- Replies cross the boundary as RESP: redis.call gets the command's reply as bytes
+-- and parses it here into Lua values, and a script's result is encoded here into the
+-- reply for its caller, both by Redis's conversion rules.
+
+-- The Python side's functions (scripting.Scripts): the redis.* functions that may raise
+-- are Python ones, which Lua sees as C functions, so a script's `return redis.call(...)`
+-- is no tail call and its error still names the script's line, as in Redis.
+local api_call, api_pcall, api_sha1hex, api_log, api_setresp, api_set_repl, api_random,
+      api_randomseed, interrupted, script_resp_of, unwrap, version, version_num = ...
+
+local error, type, tostring, tonumber, select, rawget, pairs, next, unpack =
+      error, type, tostring, tonumber, select, rawget, pairs, next, unpack
+local raw_pcall, raw_rawset, raw_setfenv, raw_getfenv, raw_loadstring, raw_load, xpcall =
+      pcall, rawset, setfenv, getfenv, loadstring, load, xpcall
+local setmetatable, getmetatable = setmetatable, getmetatable
+local sethook, getinfo = debug.sethook, debug.getinfo
+local concat, format, find, sub = table.concat, string.format, string.find, string.sub
+local floor = math.floor
+
+local READONLY = "Attempt to modify a readonly table"
+local PRELUDE = getinfo(1, "S").source        -- frames of this file are not the script's
+
+-- ---- errors ----------------------------------------------------------------
+
+-- An error as a table {err = "CODE message"}: a "-CODE message" reply keeps its code, a
+-- bare message gets ERR (Redis's luaPushErrorBuff).
+local function error_table(text)
+    local code, message = "ERR", text
+    if sub(text, 1, 1) == "-" then
+        local space = find(text, " ", 1, true)
+        if space then
+            code, message = sub(text, 2, space - 1), sub(text, space + 1)
+        else
+            message = sub(text, 2)
+        end
+    end
+    message = message:gsub("^[\r\n]+", ""):gsub("[\r\n]+$", "")
+    return {err = code .. " " .. message}
+end
+
+-- xpcall's handler: the error as a table, with where the script raised it (the first
+-- frame that is neither C nor this file).
+local function on_error(err)
+    local level, info = 2, nil
+    repeat
+        info = getinfo(level, "nSl")
+        level = level + 1
+    until info == nil or (info.what ~= "C" and info.source ~= PRELUDE)
+    if type(err) == "userdata" then err = unwrap(err) end     -- raised by a Python function
+    if type(err) ~= "table" then
+        err = {err = "ERR " .. tostring(err)}
+    end
+    if info ~= nil then
+        err.source = info.source
+        err.line = info.currentline
+    end
+    return err
+end
+
+-- ---- read-only tables ------------------------------------------------------
+
+local proxies = setmetatable({}, {__mode = "k"})
+
+local function refuse()
+    error(READONLY, 2)
+end
+
+local function readonly(backing)
+    local proxy = setmetatable({}, {__index = backing, __newindex = refuse, __metatable = false})
+    proxies[proxy] = backing
+    return proxy
+end
+
+local function copy(t)
+    local c = {}
+    for k, v in pairs(t) do c[k] = v end
+    return c
+end
+
+-- ---- RESP → Lua (redis.call's reply) ----------------------------------------
+
+local parse
+
+local function parse_line(s, pos)
+    local eol = find(s, "\r\n", pos, true)
+    return sub(s, pos + 1, eol - 1), eol + 2
+end
+
+-- The value of the reply at pos, and where the next one starts. A null is false in
+-- RESP2 (nil in RESP3), a status {ok=}, an error {err=}, a RESP3 type a tagged table.
+parse = function(s, pos)
+    local kind = sub(s, pos, pos)
+    local line, after = parse_line(s, pos)
+    if kind == "$" or kind == "=" then
+        local n = tonumber(line)
+        if n < 0 then return false, after end
+        local body = sub(s, after, after + n - 1)
+        if kind == "=" then
+            return {verbatim_string = {format = sub(body, 1, 3), string = sub(body, 5)}}, after + n + 2
+        end
+        return body, after + n + 2
+    elseif kind == ":" then
+        return tonumber(line), after
+    elseif kind == "+" then
+        return {ok = line}, after
+    elseif kind == "-" then
+        local t = error_table("-" .. line)
+        t.ignore_error_stats_update = true
+        return t, after
+    elseif kind == "*" or kind == "~" or kind == "%" or kind == "|" or kind == ">" then
+        local n = tonumber(line)
+        if n < 0 then return false, after end
+        local items, value, key = {}, nil, nil
+        if kind == "|" then                     -- attributes: skipped, the reply follows
+            for _ = 1, 2 * n do _, after = parse(s, after) end
+            return parse(s, after)
+        end
+        for j = 1, n do
+            if kind == "%" then
+                key, after = parse(s, after)
+                value, after = parse(s, after)
+                items[key] = value
+            elseif kind == "~" then
+                value, after = parse(s, after)
+                items[value] = true
+            else
+                value, after = parse(s, after)
+                items[j] = value
+            end
+        end
+        if kind == "%" then return {map = items}, after end
+        if kind == "~" then return {set = items}, after end
+        return items, after
+    elseif kind == "_" then
+        return nil, after
+    elseif kind == "#" then
+        return line == "t", after
+    elseif kind == "," then
+        return {double = tonumber(line)}, after
+    elseif kind == "(" then
+        return {big_number = line}, after
+    end
+    error("unparsable reply")
+end
+
+-- ---- Lua → RESP (the script's reply) ---------------------------------------
+
+local MAX_DEPTH = 1000
+
+local function one_line(text)
+    return (text:gsub("[\r\n]", " "))
+end
+
+local function format_double(x)
+    if x == math.huge then return "inf" elseif x == -math.huge then return "-inf" end
+    return format("%.17g", x)
+end
+
+-- (long long) of a Lua number, as C converts it (x86 answers LLONG_MIN out of range).
+local function integer_text(x)
+    if x ~= x or x >= 9223372036854775807 or x < -9223372036854775808 then
+        return "-9223372036854775808"
+    end
+    if x < 0 then return format("%.0f", -floor(-x)) end
+    return format("%.0f", floor(x))
+end
+
+local encode
+
+-- Append the reply of v to out; resp is the caller's protocol, script_resp the one the
+-- script chose with redis.setresp (it decides what a boolean means).
+encode = function(v, out, resp, script_resp, depth)
+    local t = type(v)
+    local n = #out
+    if depth > MAX_DEPTH then
+        out[n + 1] = "-ERR reached lua stack limit\r\n"
+    elseif t == "string" then
+        out[n + 1] = "$" .. #v .. "\r\n"
+        out[n + 2] = v
+        out[n + 3] = "\r\n"
+    elseif t == "boolean" then
+        if script_resp == 2 then
+            out[n + 1] = v and ":1\r\n" or (resp == 2 and "$-1\r\n" or "_\r\n")
+        elseif resp == 2 then
+            out[n + 1] = v and ":1\r\n" or ":0\r\n"
+        else
+            out[n + 1] = v and "#t\r\n" or "#f\r\n"
+        end
+    elseif t == "number" then
+        out[n + 1] = ":" .. integer_text(v) .. "\r\n"
+    elseif t == "table" then
+        local field = rawget(v, "err")
+        if type(field) == "string" then
+            out[n + 1] = "-" .. one_line(field) .. "\r\n"
+            return
+        end
+        field = rawget(v, "ok")
+        if type(field) == "string" then
+            out[n + 1] = "+" .. one_line(field) .. "\r\n"
+            return
+        end
+        field = rawget(v, "double")
+        if type(field) == "number" then
+            local text = format_double(field)
+            out[n + 1] = resp == 3 and ("," .. text .. "\r\n") or ("$" .. #text .. "\r\n" .. text .. "\r\n")
+            return
+        end
+        field = rawget(v, "big_number")
+        if type(field) == "string" then
+            local text = one_line(field)
+            out[n + 1] = resp == 3 and ("(" .. text .. "\r\n") or ("$" .. #text .. "\r\n" .. text .. "\r\n")
+            return
+        end
+        field = rawget(v, "verbatim_string")
+        if type(field) == "table" then
+            local fmt, text = rawget(field, "format"), rawget(field, "string")
+            if type(fmt) == "string" and type(text) == "string" then
+                if resp == 3 then
+                    out[n + 1] = "=" .. (#text + 4) .. "\r\n" .. sub(fmt, 1, 3) .. ":" .. text .. "\r\n"
+                else
+                    out[n + 1] = "$" .. #text .. "\r\n" .. text .. "\r\n"
+                end
+                return
+            end
+        end
+        field = rawget(v, "map")
+        if type(field) == "table" then
+            local head, count = n + 1, 0
+            out[head] = ""
+            for key, value in next, field do
+                encode(key, out, resp, script_resp, depth + 1)
+                encode(value, out, resp, script_resp, depth + 1)
+                count = count + 1
+            end
+            out[head] = resp == 3 and ("%" .. count .. "\r\n") or ("*" .. 2 * count .. "\r\n")
+            return
+        end
+        field = rawget(v, "set")
+        if type(field) == "table" then
+            local head, count = n + 1, 0
+            out[head] = ""
+            for key in next, field do
+                encode(key, out, resp, script_resp, depth + 1)
+                count = count + 1
+            end
+            out[head] = (resp == 3 and "~" or "*") .. count .. "\r\n"
+            return
+        end
+        local head, j = n + 1, 1
+        out[head] = ""
+        while true do
+            local item = rawget(v, j)
+            if item == nil then break end
+            encode(item, out, resp, script_resp, depth + 1)
+            j = j + 1
+        end
+        out[head] = "*" .. (j - 1) .. "\r\n"
+    else
+        out[n + 1] = resp == 2 and "$-1\r\n" or "_\r\n"
+    end
+end
+
+-- ---- the redis.* API -------------------------------------------------------
+
+local redis = {
+    call = api_call,
+    pcall = api_pcall,
+    sha1hex = api_sha1hex,
+    log = api_log,
+    setresp = api_setresp,
+    set_repl = api_set_repl,
+    REDIS_VERSION = version,
+    REDIS_VERSION_NUM = version_num,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+}
+
+function redis.error_reply(...)
+    local s = ...
+    if select("#", ...) ~= 1 or type(s) ~= "string" then
+        return error_table("wrong number or type of arguments")
+    end
+    return error_table(sub(s, 1, 1) == "-" and s or "-" .. s)
+end
+
+function redis.status_reply(...)
+    local s = ...
+    if select("#", ...) ~= 1 or type(s) ~= "string" then
+        return error_table("wrong number or type of arguments")
+    end
+    return {ok = s}
+end
+
+function redis.replicate_commands() return true end
+function redis.breakpoint() return false end
+function redis.debug() end
+
+-- ---- the globals a script sees ---------------------------------------------
+
+local backing = {}
+local globals = setmetatable({}, {
+    __index = function(_, name)
+        local value = backing[name]
+        if value == nil then
+            error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+        end
+        return value
+    end,
+    __newindex = refuse,
+    __metatable = false,
+})
+proxies[globals] = backing
+
+local function protected(t)
+    return proxies[t] ~= nil
+end
+
+for _, name in ipairs({"xpcall", "tostring", "setmetatable", "next", "assert", "tonumber",
+                       "rawequal", "collectgarbage", "getmetatable", "pcall", "type", "select",
+                       "unpack", "gcinfo", "pairs", "rawget", "ipairs", "_VERSION", "error",
+                       "newproxy"}) do
+    backing[name] = _G[name]
+end
+
+-- Redis's pcall hands back an error table's message, not the table.
+backing.pcall = function(f, ...)
+    local function settle(ok, ...)
+        if ok then return true, ... end
+        local err = ...
+        if type(err) == "userdata" then err = unwrap(err) end
+        if type(err) == "table" and type(rawget(err, "err")) == "string" then
+            err = err.err
+        end
+        return false, err
+    end
+    return settle(raw_pcall(f, ...))
+end
+
+backing.rawset = function(t, k, v)
+    if protected(t) then error(READONLY, 0) end
+    return raw_rawset(t, k, v)
+end
+
+local function in_sandbox(f)
+    if f then raw_setfenv(f, globals) end
+    return f
+end
+
+backing.loadstring = function(s, name)
+    local f, err = raw_loadstring(s, name)
+    return in_sandbox(f), err
+end
+
+backing.load = function(reader, name)
+    local f, err = raw_load(reader, name)
+    return in_sandbox(f), err
+end
+
+-- Levels count from the caller, as the real ones do; level 0 (the thread's
+-- environment) and every shared table read as the script's globals.
+backing.getfenv = function(f)
+    if f == nil then f = 1 end
+    if type(f) == "number" and f > 0 then f = f + 1 end
+    local env = raw_getfenv(f)
+    if env == _G then return globals end
+    return env
+end
+
+backing.setfenv = function(f, t)
+    if type(f) == "number" then
+        if f == 0 then error(READONLY, 0) end
+        f = f + 1
+    end
+    if raw_getfenv(f) == _G then error(READONLY, 0) end     -- this file's own functions
+    return raw_setfenv(f, t)
+end
+
+local math_lib = copy(math)
+math_lib.random, math_lib.randomseed = api_random, api_randomseed
+backing.math = readonly(math_lib)
+backing.string = readonly(copy(string))
+backing.table = readonly(copy(table))
+backing.coroutine = readonly(copy(coroutine))
+backing.redis = readonly(redis)
+backing._G = globals
+-- ("x"):upper() reaches the string table through its metatable: show the proxy there.
+getmetatable("").__metatable = backing.string
+
+-- ---- running a script ------------------------------------------------------
+
+-- The count hook: every 100k instructions, ask whether SCRIPT KILL came. Once it has,
+-- fire at every line so no pcall can swallow the kill.
+local function count_hook()
+    if interrupted() then
+        sethook(count_hook, "l")
+        error(error_table("Script killed by user with SCRIPT KILL..."))
+    end
+end
+
+local engine = {}
+
+-- redis.call's reply as a Lua value, and whether it is an error; failed: an error
+-- before the command ran (error text, counted already).
+function engine.parse(raw, failed)
+    local value
+    if failed then
+        value = error_table(raw)
+        value.ignore_error_stats_update = true
+    else
+        value = parse(raw, 1)
+    end
+    return value, type(value) == "table" and rawget(value, "err") ~= nil
+end
+
+engine.error_table = error_table
+
+-- A script body compiled as a function of the sandbox, or nil and the compile error.
+function engine.compile(body, chunk)
+    local f, err = raw_loadstring(body, chunk)
+    if f == nil then return nil, err end
+    raw_setfenv(f, globals)
+    return f, false
+end
+
+local function reply_of(resp, script_resp, ok, result)
+    local out = {}
+    if ok then
+        encode(result, out, resp, script_resp, 0)
+        return concat(out), false, nil, nil, false
+    end
+    -- a raised error: its message, and where the script raised it
+    local message = type(result) == "table" and rawget(result, "err")
+    if type(message) ~= "string" then message = "ERR " .. tostring(message or result) end
+    message = one_line(message)
+    if type(result) ~= "table" then return message, true, nil, nil, false end
+    return message, true, rawget(result, "source"), rawget(result, "line"),
+           rawget(result, "ignore_error_stats_update") == true
+end
+
+-- Run f with KEYS and ARGV (EVAL's globals); returns the reply (RESP) and false or, for
+-- an error the script raised, its message, true, the source and line it came from, and
+-- whether the error was counted already (a failed redis.call's).
+function engine.run(f, keys, argv, resp, hooked)
+    backing.KEYS, backing.ARGV = keys, argv
+    if hooked then sethook(count_hook, "", 100000) end
+    local ok, result = xpcall(f, on_error)
+    if hooked then sethook() end
+    backing.KEYS, backing.ARGV = nil, nil
+    return reply_of(resp, script_resp_of(), ok, result)
+end
+
+return engine

@@ -1,0 +1,448 @@
+"""Lua scripting (EVAL, EVALSHA, SCRIPT) on a real Lua 5.1: lupa's lua51 module.
+
+One Lua runtime, set up by lua/sandbox.lua as Redis's scripting environment (read-only
+globals, Redis's builtins and the redis.* API), runs every script. It runs on one
+worker thread so that the event loop is free while a script runs too long: past
+busy-reply-threshold other clients get -BUSY and SCRIPT KILL reaches the script, as
+in Redis. Until then the event loop waits for the script, as Redis is blocked while a
+script runs; once the threshold passes, the script's own connection waits (suspended,
+CallContext.suspended) and the loop goes on.
+
+Everything a script does to the server still happens on the event loop thread:
+redis.call hands its command to the loop (Run.ask) and waits for the reply, so no two
+commands ever run at once. The worker thread only runs Lua.
+
+Scripts are cached per namespace (a tenant's, or the administrators'), so one tenant's
+SCRIPT EXISTS, EVALSHA or SCRIPT FLUSH never sees another's scripts.
+"""
+import asyncio
+import hashlib
+import importlib.resources
+import logging
+import math
+import queue
+import threading
+import time
+
+import lupa.lua51 as lua51
+
+from ._resp import ReplyWriter
+from .context import CallContext
+from .errors import CommandError
+
+log = logging.getLogger("cxlredis")
+
+NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
+NOTBUSY = "NOTBUSY No scripts in execution right now."
+UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
+              "You can either wait the script termination or kill the server in a hard way "
+              "using the SHUTDOWN NOSAVE command.")
+BUSY_EVAL = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+SHEBANG_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys")
+# redis.log's levels (debug, verbose, notice, warning) as Python's
+LOG_LEVELS = (logging.DEBUG, logging.DEBUG, logging.INFO, logging.WARNING)
+# Replies inside a script are copied out at once: never pinned, never queued by reference.
+COPY_EVERYTHING = 1 << 62
+
+
+def sha1hex(data):
+    return hashlib.sha1(data).hexdigest().encode()
+
+
+def version_number(version):
+    major, minor, patch = (int(part) for part in version.split("."))
+    return (major << 16) | (minor << 8) | patch
+
+
+class Rand48:
+    """Redis's redisLrand48: the same sequence on every platform, reseeded (to 0) for
+    every script, so math.random is deterministic as scripts must be."""
+
+    MAX = (1 << 31) - 1
+
+    def __init__(self):
+        self.state = 0x330E
+
+    def seed(self, value):
+        self.state = ((int(value) & 0xFFFFFFFF) << 16 | 0x330E) & ((1 << 48) - 1)
+
+    def next(self):
+        """A number in [0, 1): lrand48() % MAX / MAX, as Redis's math.random."""
+        self.state = (0x5DEECE66D * self.state + 0xB) & ((1 << 48) - 1)
+        return ((self.state >> 17) % self.MAX) / self.MAX
+
+
+class Script:
+    """A compiled script body and what its shebang line declares."""
+
+    __slots__ = ("sha", "body", "function", "flags", "shebang")
+
+    def __init__(self, sha, body, function, flags, shebang):
+        self.sha = sha
+        self.body = body
+        self.function = function
+        self.flags = flags           # the shebang's flags (a set of names)
+        self.shebang = shebang       # False: compatibility mode (no "#!lua" line)
+
+
+def parse_shebang(body):
+    """(flags, whether there is a shebang, the body to compile) of a script: "#!lua
+    flags=a,b" declares flags; the line becomes a comment so line numbers hold."""
+    if not body.startswith(b"#!"):
+        return set(), False, body
+    end = body.find(b"\n")
+    line = body[:end if end >= 0 else len(body)]
+    parts = line[2:].split(b" ")
+    if parts[0] != b"lua":
+        raise CommandError("ERR Unexpected engine in script shebang: " + line.decode("utf-8", "replace"))
+    flags = set()
+    for option in parts[1:]:
+        if not option:
+            continue
+        if not option.startswith(b"flags="):
+            raise CommandError("ERR Unknown lua shebang option: " + option.decode("utf-8", "replace"))
+        for flag in option[len(b"flags="):].split(b","):
+            if not flag:
+                continue
+            name = flag.decode("utf-8", "replace")
+            if name not in SHEBANG_FLAGS:
+                raise CommandError("ERR Unexpected flag in script shebang: " + name)
+            flags.add(name)
+    return flags, True, b"--" + body[2:]
+
+
+class Run:
+    """One script in flight: the worker asks (a command to run) and the loop answers;
+    the loop learns of the end the same way. Before the script went past the threshold
+    the loop thread takes the requests itself (Scripts.run waits for them); after, each
+    is posted to the loop (drain)."""
+
+    def __init__(self, scripts, c, script, keys, args, readonly):
+        self.scripts = scripts
+        self.caller = c
+        self.script = script
+        self.keys = keys
+        self.args = args
+        self.readonly = readonly
+        self.compat = not script.shebang
+        self.allow_oom = "allow-oom" in script.flags
+        self.client = scripts.script_client(c)
+        self.script_resp = 2         # redis.setresp: the protocol of redis.call's replies
+        self.wrote = False           # a write command ran: SCRIPT KILL may not stop it any more
+        self.kill = False
+        self.suspended = False
+        self.started = time.monotonic()
+        self.requests = queue.SimpleQueue()      # worker → loop
+        self.answers = queue.SimpleQueue()       # loop → worker
+        self.lock = threading.Lock()
+        self.loop = None
+
+    # --- the worker's side
+    def ask(self, request):
+        """From the worker: have the loop thread run request, and wait for its answer."""
+        self.post(request)
+        return self.answers.get()
+
+    def post(self, request):
+        with self.lock:
+            self.requests.put(request)
+            if self.suspended:
+                self.loop.call_soon_threadsafe(self.drain)
+
+    # --- the loop's side
+    def suspend(self, loop):
+        with self.lock:
+            self.suspended = True
+            self.loop = loop
+            if not self.requests.empty():
+                loop.call_soon(self.drain)
+
+    def drain(self):
+        while True:
+            try:
+                request = self.requests.get_nowait()
+            except queue.Empty:
+                return
+            self.scripts.handle(self, request)
+
+
+class Scripts:
+    """The scripting engine and the script caches (see the module docstring).
+
+    call(script_client, argv, run) runs one redis.call on the loop thread and returns
+    (reply bytes, False) or (error text, True): dispatch.script_call, handed over by
+    the composition root since dispatch sits above the command modules."""
+
+    def __init__(self, config, call, monitoring, version):
+        self.config = config
+        self.call = call
+        self.monitoring = monitoring
+        self.caches = {}             # namespace (tenant name, None) → {sha: Script}
+        self.busy = None             # the Run gone past busy-reply-threshold, if any
+        self.busy_error = BUSY_EVAL
+        self.rand = Rand48()
+        self.current = None          # the Run the worker is running
+        self.jobs = queue.SimpleQueue()
+        self.worker = None
+        self.lua = lua51.LuaRuntime(encoding=None, unpack_returned_tuples=True,
+                                    register_eval=False, register_builtins=False)
+        prelude = importlib.resources.files(__package__).joinpath("lua/sandbox.lua").read_bytes()
+        self.engine = self.lua.execute(
+            prelude, self._call, self._pcall, self._sha1hex, self._log, self._setresp,
+            self._set_repl, self._random, self._randomseed, self._interrupted,
+            lambda: self.current.script_resp, _unwrap, version.encode(), version_number(version))
+
+    # --- the cache
+    def cache(self, namespace):
+        return self.caches.setdefault(namespace, {})
+
+    def load(self, namespace, body):
+        """SCRIPT LOAD and EVAL: the cached script of body, compiled if new."""
+        sha = sha1hex(body)
+        cache = self.cache(namespace)
+        script = cache.get(sha)
+        if script is None:
+            flags, shebang, source = parse_shebang(body)
+            function, error = self.engine.compile(source, b"@user_script")
+            if function is None:
+                raise CommandError("ERR Error compiling script (new function): "
+                                   + error.decode("utf-8", "replace"))
+            script = cache[sha] = Script(sha, body, function, flags, shebang)
+        return script
+
+    def find(self, namespace, sha):
+        return self.cache(namespace).get(bytes(sha).lower())
+
+    def flush(self, namespace):
+        self.caches.pop(namespace, None)
+
+    # --- running
+    def script_client(self, c):
+        """The session redis.call runs in: the caller's user, tenant and db, with a
+        reply writer of its own (its protocol is the one redis.setresp chose)."""
+        sc = CallContext(c.services, ReplyWriter(2, COPY_EVERYTHING), c.store, c.created,
+                         c.dispatch_queued)
+        sc.user, sc.authenticated, sc.tenant, sc.db = c.user, True, c.tenant, c.db
+        sc.id, sc.addr, sc.local = c.id, "lua", c.local
+        return sc
+
+    def run(self, c, script, keys, args, readonly):
+        """Run script for c. Replies now, or (past busy-reply-threshold) suspends c and
+        replies when the script ends; inside MULTI/EXEC it always waits."""
+        run = Run(self, c, script, keys, args, readonly)
+        self._start_worker()
+        self.jobs.put(run)
+        threshold = self.config["busy-reply-threshold"] / 1000
+        may_suspend = threshold > 0 and c.multi is None
+        while True:
+            timeout = max(run.started + threshold - time.monotonic(), 0) if may_suspend else None
+            try:
+                request = run.requests.get(timeout=timeout)
+            except queue.Empty:
+                log.warning("Slow script detected: still in execution after %d milliseconds. "
+                            "You can try killing the script using the SCRIPT KILL command. "
+                            "Script name is: %s.", threshold * 1000, script.sha.decode())
+                self.busy = run
+                c.suspended = True
+                run.suspend(asyncio.get_running_loop())
+                return
+            if self.handle(run, request):
+                return
+
+    def handle(self, run, request):
+        """One request of the worker (on the loop thread); True once the script ended."""
+        kind, payload = request
+        if kind == "call":
+            resp, argv = payload
+            run.client.set_protocol(resp)
+            run.answers.put(self.call(run.client, argv, run))
+            return False
+        self.current = None
+        c = run.caller
+        reply, failed, source, line, counted = payload
+        if not failed:
+            c.reply.raw(reply)
+        else:
+            text = reply.decode("utf-8", "replace")
+            if source is not None and line is not None:
+                text += (f" script: {run.script.sha.decode()}, on "
+                         f"{source.decode('utf-8', 'replace')}:{line}.")
+            if counted:
+                c.services.stats.error(text)
+            c.reply.error(text)
+        if self.busy is run:
+            self.busy = None
+            c.suspended = False
+            c.resume()
+        return True
+
+    def kill(self):
+        """SCRIPT KILL: stop the running script, unless it wrote."""
+        run = self.busy
+        if run is None:
+            raise CommandError(NOTBUSY)
+        if run.wrote:
+            raise CommandError(UNKILLABLE)
+        run.kill = True
+
+    # --- the worker thread
+    def _start_worker(self):
+        if self.worker is None:
+            self.worker = threading.Thread(target=self._work, name="cxlredis-lua", daemon=True)
+            self.worker.start()
+
+    def _work(self):
+        while True:
+            run = self.jobs.get()
+            self.current = run
+            try:
+                self.rand.seed(0)
+                keys = self.lua.table_from([bytes(key) for key in run.keys])
+                args = self.lua.table_from([bytes(arg) for arg in run.args])
+                result = self.engine.run(run.script.function, keys, args, run.caller.protocol,
+                                         self.config["busy-reply-threshold"] > 0)
+                reply, failed, source, line, counted_already = result
+                counted = failed and not counted_already
+            except Exception as e:   # the engine itself failed: the caller must still get a reply
+                log.exception("Lua engine error")
+                reply, failed, source, line, counted = (f"ERR internal scripting error: {type(e).__name__}".encode(),
+                                                        True, None, None, True)
+            run.post(("done", (reply, failed, source, line, counted)))
+
+    # --- the redis.* functions that may raise, and the sandbox's hooks (worker thread)
+    def _raise(self, text):
+        raise ScriptError(self.engine.error_table(text))
+
+    def _call(self, *args):
+        return self._redis_call(args, True)
+
+    def _pcall(self, *args):
+        return self._redis_call(args, False)
+
+    def _redis_call(self, args, raise_errors):
+        """redis.call and redis.pcall: the loop runs the command; its reply as a Lua value.
+        Numbers go as "%.17g" (lua_tolstring would lose precision)."""
+        if not args:
+            failed, raw = True, b"Please specify at least one argument for this redis lib call"
+        else:
+            argv = []
+            for arg in args:
+                kind = type(arg)
+                if kind is bytes:
+                    argv.append(arg)
+                elif kind is int or kind is float:
+                    argv.append(b"%.17g" % arg)
+                else:
+                    failed, raw = True, b"Lua redis lib command arguments must be strings or integers"
+                    break
+            else:
+                run = self.current
+                raw, failed = run.ask(("call", (run.script_resp, argv)))
+                if not failed and raw[:1] == b"$" and raw[1:3] != b"-1":
+                    return raw[raw.index(b"\r\n") + 2:-2]     # a bulk string, the usual reply
+                if not failed and raw[:1] == b":":
+                    return int(raw[1:-2])
+        value, is_error = self.engine.parse(raw, failed)
+        if is_error and raise_errors:
+            raise ScriptError(value)
+        return value
+
+    def _sha1hex(self, *args):
+        if len(args) != 1:
+            self._raise(b"wrong number of arguments")
+        value = args[0]
+        if type(value) in (int, float):
+            value = b"%.14g" % value
+        return sha1hex(value if type(value) is bytes else b"")
+
+    def _log(self, *args):
+        if len(args) < 2:
+            self._raise(b"redis.log() requires two arguments or more.")
+        level = _lua_number(args[0])
+        if level is None:
+            self._raise(b"First argument must be a number (log level).")
+        if not 0 <= level <= 3:
+            self._raise(b"Invalid debug level.")
+        parts = [part if type(part) is bytes else b"%.14g" % part
+                 for part in args[1:] if type(part) in (bytes, int, float)]
+        log.log(LOG_LEVELS[int(level)], "%s", b" ".join(parts).decode("utf-8", "replace"))
+
+    def _setresp(self, *args):
+        if len(args) != 1:
+            self._raise(b"redis.setresp() requires one argument.")
+        resp = _lua_number(args[0])
+        if resp not in (2, 3):
+            self._raise(b"RESP version must be 2 or 3.")
+        self.current.script_resp = int(resp)
+
+    def _set_repl(self, *args):
+        if len(args) != 1:
+            self._raise(b"redis.set_repl() requires two arguments.")
+        flags = int(_lua_number(args[0]) or 0)
+        if flags & ~3:
+            self._raise(b"Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+
+    def _random(self, *args):
+        """math.random as Redis's (Lua's own, on Rand48); its argument errors are Lua's."""
+        r = self.rand.next()
+        if not args:
+            return r
+        if len(args) > 2:
+            raise ScriptError(b"wrong number of arguments")
+        bounds = [_checkint(args, i, "random") for i in range(len(args))]
+        if len(bounds) == 1:
+            if bounds[0] < 1:
+                raise ScriptError(b"bad argument #1 to 'random' (interval is empty)")
+            return math.floor(r * bounds[0]) + 1
+        lower, upper = bounds
+        if lower > upper:
+            raise ScriptError(b"bad argument #2 to 'random' (interval is empty)")
+        return math.floor(r * (upper - lower + 1)) + lower
+
+    def _randomseed(self, *args):
+        self.rand.seed(_checkint(args, 0, "randomseed"))
+
+    def _interrupted(self):
+        run = self.current
+        return run is not None and run.kill
+
+
+class ScriptError(Exception):
+    """Raised by a redis.* function into the script: value is what Lua's error() would
+    have been given (an error table, or a message)."""
+
+    def __init__(self, value):
+        super().__init__(value)
+        self.value = value
+
+
+def _unwrap(error):
+    """A Python exception raised into Lua, as the Lua error value it stands for."""
+    if isinstance(error, ScriptError):
+        return error.value
+    return f"internal error: {type(error).__name__}".encode()
+
+
+def _lua_number(value):
+    """lua_tonumber: a number, or a string that reads as one; None otherwise."""
+    if type(value) in (int, float):
+        return value
+    if type(value) is bytes:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _checkint(args, i, name):
+    """luaL_checkint of argument i (0-based): truncated toward zero, or Lua's error."""
+    number = _lua_number(args[i]) if i < len(args) else None
+    if number is None:
+        got = "no value" if i >= len(args) else _lua_type(args[i])
+        raise ScriptError(f"bad argument #{i + 1} to '{name}' (number expected, got {got})".encode())
+    return int(number)
+
+
+def _lua_type(value):
+    return {type(None): "nil", bool: "boolean"}.get(type(value), "table")
