@@ -308,6 +308,11 @@ class Monitoring:
             return self.latency.timed("eviction-cycle", arena.evict_to_maxmemory)
         return arena.evict_to_maxmemory()
 
+    def feed_now(self, c, argv):
+        """Show a call to the monitors before it runs (EVAL, ahead of its script's commands)."""
+        if self.monitors:
+            self.monitors.feed(c, argv)
+
     def after_call(self, c, spec, argv, elapsed_us):
         """A command ran for elapsed_us and reached watch_from_us: feed the monitors, the
         slow log and the latency monitor what each of them wants of it."""

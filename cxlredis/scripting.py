@@ -55,13 +55,13 @@ def version_number(version):
 
 
 class Rand48:
-    """Redis's redisLrand48: the same sequence on every platform, reseeded (to 0) for
-    every script, so math.random is deterministic as scripts must be."""
+    """Redis's redisLrand48: the same sequence on every platform from the same seed (its
+    initial state, or math.randomseed's), so math.random is deterministic as scripts must be."""
 
     MAX = (1 << 31) - 1
 
     def __init__(self):
-        self.state = 0x330E
+        self.state = 0x1234ABCD330E      # its initial state, before any seed
 
     def seed(self, value):
         self.state = ((int(value) & 0xFFFFFFFF) << 16 | 0x330E) & ((1 << 48) - 1)
@@ -206,7 +206,7 @@ class Scripts:
             function, error = self.engine.compile(source, b"@user_script")
             if function is None:
                 raise CommandError("ERR Error compiling script (new function): "
-                                   + error.decode("utf-8", "replace"))
+                                   + error.decode("utf-8", "surrogateescape"))
             script = cache[sha] = Script(sha, body, function, flags, shebang)
         return script
 
@@ -226,10 +226,12 @@ class Scripts:
         sc.id, sc.addr, sc.local = c.id, "lua", c.local
         return sc
 
-    def run(self, c, script, keys, args, readonly):
-        """Run script for c. Replies now, or (past busy-reply-threshold) suspends c and
-        replies when the script ends; inside MULTI/EXEC it always waits."""
-        run = Run(self, c, script, keys, args, readonly)
+    def run(self, c, argv, script, numkeys, readonly):
+        """Run script for c's EVAL-like argv. Replies now, or (past busy-reply-threshold)
+        suspends c and replies when the script ends; inside MULTI/EXEC it always waits."""
+        # MONITOR shows the EVAL before the commands of its script (it is skip_monitor).
+        self.monitoring.feed_now(c, argv)
+        run = Run(self, c, script, argv[3:3 + numkeys], argv[3 + numkeys:], readonly)
         self._start_worker()
         self.jobs.put(run)
         threshold = self.config["busy-reply-threshold"] / 1000
@@ -263,10 +265,10 @@ class Scripts:
         if not failed:
             c.reply.raw(reply)
         else:
-            text = reply.decode("utf-8", "replace")
+            text = reply.decode("utf-8", "surrogateescape")
             if source is not None and line is not None:
                 text += (f" script: {run.script.sha.decode()}, on "
-                         f"{source.decode('utf-8', 'replace')}:{line}.")
+                         f"{source.decode('utf-8', 'surrogateescape')}:{line}.")
             if counted:
                 c.services.stats.error(text)
             c.reply.error(text)
@@ -296,7 +298,6 @@ class Scripts:
             run = self.jobs.get()
             self.current = run
             try:
-                self.rand.seed(0)
                 keys = self.lua.table_from([bytes(key) for key in run.keys])
                 args = self.lua.table_from([bytes(arg) for arg in run.args])
                 result = self.engine.run(run.script.function, keys, args, run.caller.protocol,
@@ -388,15 +389,15 @@ class Scripts:
         if not args:
             return r
         if len(args) > 2:
-            raise ScriptError(b"wrong number of arguments")
+            raise ScriptError(b"wrong number of arguments", positioned=True)
         bounds = [_checkint(args, i, "random") for i in range(len(args))]
         if len(bounds) == 1:
             if bounds[0] < 1:
-                raise ScriptError(b"bad argument #1 to 'random' (interval is empty)")
+                raise ScriptError(b"bad argument #1 to 'random' (interval is empty)", positioned=True)
             return math.floor(r * bounds[0]) + 1
         lower, upper = bounds
         if lower > upper:
-            raise ScriptError(b"bad argument #2 to 'random' (interval is empty)")
+            raise ScriptError(b"bad argument #2 to 'random' (interval is empty)", positioned=True)
         return math.floor(r * (upper - lower + 1)) + lower
 
     def _randomseed(self, *args):
@@ -411,16 +412,17 @@ class ScriptError(Exception):
     """Raised by a redis.* function into the script: value is what Lua's error() would
     have been given (an error table, or a message)."""
 
-    def __init__(self, value):
+    def __init__(self, value, positioned=False):
         super().__init__(value)
         self.value = value
+        self.positioned = positioned     # a message luaL_error would prefix with the script's line
 
 
 def _unwrap(error):
     """A Python exception raised into Lua, as the Lua error value it stands for."""
     if isinstance(error, ScriptError):
-        return error.value
-    return f"internal error: {type(error).__name__}".encode()
+        return error.value, error.positioned
+    return f"internal error: {type(error).__name__}".encode(), False
 
 
 def _lua_number(value):
@@ -440,7 +442,7 @@ def _checkint(args, i, name):
     number = _lua_number(args[i]) if i < len(args) else None
     if number is None:
         got = "no value" if i >= len(args) else _lua_type(args[i])
-        raise ScriptError(f"bad argument #{i + 1} to '{name}' (number expected, got {got})".encode())
+        raise ScriptError(f"bad argument #{i + 1} to '{name}' (number expected, got {got})".encode(), positioned=True)
     return int(number)
 
 

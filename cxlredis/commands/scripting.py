@@ -10,8 +10,12 @@ from ..scripting import NOSCRIPT
 from .args import parse_int, upper
 from .connection import reply_help
 
+# Redis's text, DEBUG included: the Lua debugger (SCRIPT DEBUG) is not here, but the
+# help is what clients and the differential tests read as Redis wrote it.
 SCRIPT_HELP = (
     "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
     "EXISTS <sha1> [<sha1> ...]",
     "    Return information about the existence of the scripts in the script cache.",
     "FLUSH [ASYNC|SYNC]",
@@ -30,19 +34,25 @@ SCRIPT_HELP = (
 
 
 def cmd_eval(c, argv):
-    _run(c, argv, c.services.scripts.load(c.tenant, bytes(argv[1])), readonly=False)
+    _run(c, argv, lambda: c.services.scripts.load(c.tenant, bytes(argv[1])), readonly=False)
 
 
 def cmd_eval_ro(c, argv):
-    _run(c, argv, c.services.scripts.load(c.tenant, bytes(argv[1])), readonly=True)
+    _run(c, argv, lambda: c.services.scripts.load(c.tenant, bytes(argv[1])), readonly=True)
 
 
 def cmd_evalsha(c, argv):
-    _run(c, argv, _cached(c, argv[1]), readonly=False)
+    _evalsha(c, argv, readonly=False)
 
 
 def cmd_evalsha_ro(c, argv):
-    _run(c, argv, _cached(c, argv[1]), readonly=True)
+    _evalsha(c, argv, readonly=True)
+
+
+def _evalsha(c, argv, readonly):
+    if len(argv[1]) != 40:              # no sha1 at all: Redis answers before anything else
+        raise CommandError(NOSCRIPT)
+    _run(c, argv, lambda: _cached(c, argv[1]), readonly)
 
 
 def _cached(c, sha):
@@ -52,12 +62,14 @@ def _cached(c, sha):
     return script
 
 
-def _run(c, argv, script, readonly):
+def _run(c, argv, find_script, readonly):
+    """EVAL and co.: numkeys checked before the script is looked up or compiled, as Redis."""
     numkeys = parse_int(argv[2])
     if numkeys < 0:
         raise CommandError("ERR Number of keys can't be negative")
     if numkeys > len(argv) - 3:
         raise CommandError("ERR Number of keys can't be greater than number of args")
+    script = find_script()
     if script.shebang:
         # What the script declared it does, checked before it runs (Redis's scriptPrepareForRun).
         if readonly and "no-writes" not in script.flags:
@@ -68,7 +80,7 @@ def _run(c, argv, script, readonly):
                 and not c.services.monitoring.evict_to_maxmemory(c.store.arena)):
             raise CommandError(errors.OOM)
         readonly = readonly or "no-writes" in script.flags
-    c.services.scripts.run(c, script, argv[3:3 + numkeys], argv[3 + numkeys:], readonly)
+    c.services.scripts.run(c, argv, script, numkeys, readonly)
 
 
 def cmd_script_load(c, argv):

@@ -133,12 +133,15 @@ def cmd_command_getkeys(c, argv):
     spec = registry.find(target)
     if spec is None:
         raise CommandError("ERR Invalid command specified")
-    if not spec.key_specs:          # Redis asks this before the arity
+    if all("not_key" in ks.flags for ks in spec.key_specs):   # before the arity, as Redis
         raise CommandError("ERR The command has no key arguments")
     if not registry.arity_fits(spec, len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
     keys = key_positions(spec, target)
     if not keys:        # none in these arguments (MIGRATE k ... KEYS x)
+        if "no_mandatory_keys" in spec.flags:       # EVAL with no keys is fine
+            c.reply.array(0)
+            return
         raise CommandError("ERR Invalid arguments specified for command")
     c.reply.array(len(keys))
     for i in keys:

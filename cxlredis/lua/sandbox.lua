@@ -5,8 +5,8 @@
 -- What a script sees is a read-only global table: Redis's allowed builtins, its
 -- libraries and the redis.* API. Stock Lua has no read-only tables (Redis patches its
 -- Lua for them), so every table a script can reach that all scripts share is a proxy
--- whose writes fail; rawset, getfenv, setfenv, load and loadstring are wrapped so they
--- cannot get around the proxies. Nothing a script does survives it, so scripts of
+-- whose writes fail; rawset, load and loadstring are wrapped so they cannot get around
+-- the proxies (Redis 7.0 offers no getfenv or setfenv). Nothing a script does survives it, so scripts of
 -- different tenants, which share this one runtime, cannot reach each other.
 --
 -- Replies cross the boundary as RESP: redis.call gets the command's reply as bytes
@@ -21,8 +21,8 @@ local api_call, api_pcall, api_sha1hex, api_log, api_setresp, api_set_repl, api_
 
 local error, type, tostring, tonumber, select, rawget, pairs, next, unpack =
       error, type, tostring, tonumber, select, rawget, pairs, next, unpack
-local raw_pcall, raw_rawset, raw_setfenv, raw_getfenv, raw_loadstring, raw_load, xpcall =
-      pcall, rawset, setfenv, getfenv, loadstring, load, xpcall
+local raw_pcall, raw_rawset, raw_setfenv, raw_loadstring, raw_load, xpcall =
+      pcall, rawset, setfenv, loadstring, load, xpcall
 local setmetatable, getmetatable = setmetatable, getmetatable
 local sethook, getinfo = debug.sethook, debug.getinfo
 local concat, format, find, sub = table.concat, string.format, string.find, string.sub
@@ -52,12 +52,19 @@ end
 -- xpcall's handler: the error as a table, with where the script raised it (the first
 -- frame that is neither C nor this file).
 local function on_error(err)
+    sethook()        -- the script is over: a kill's line hook must not fire in here
     local level, info = 2, nil
     repeat
         info = getinfo(level, "nSl")
         level = level + 1
     until info == nil or (info.what ~= "C" and info.source ~= PRELUDE)
-    if type(err) == "userdata" then err = unwrap(err) end     -- raised by a Python function
+    if type(err) == "userdata" then                  -- raised by a Python function
+        local positioned
+        err, positioned = unwrap(err)
+        if positioned and info ~= nil then          -- as luaL_error places it
+            err = sub(info.source, 2) .. ":" .. info.currentline .. ": " .. err
+        end
+    end
     if type(err) ~= "table" then
         err = {err = "ERR " .. tostring(err)}
     end
@@ -328,8 +335,7 @@ end
 
 for _, name in ipairs({"xpcall", "tostring", "setmetatable", "next", "assert", "tonumber",
                        "rawequal", "collectgarbage", "getmetatable", "pcall", "type", "select",
-                       "unpack", "gcinfo", "pairs", "rawget", "ipairs", "_VERSION", "error",
-                       "newproxy"}) do
+                       "unpack", "gcinfo", "pairs", "rawget", "ipairs", "_VERSION", "error"}) do
     backing[name] = _G[name]
 end
 
@@ -365,25 +371,6 @@ end
 backing.load = function(reader, name)
     local f, err = raw_load(reader, name)
     return in_sandbox(f), err
-end
-
--- Levels count from the caller, as the real ones do; level 0 (the thread's
--- environment) and every shared table read as the script's globals.
-backing.getfenv = function(f)
-    if f == nil then f = 1 end
-    if type(f) == "number" and f > 0 then f = f + 1 end
-    local env = raw_getfenv(f)
-    if env == _G then return globals end
-    return env
-end
-
-backing.setfenv = function(f, t)
-    if type(f) == "number" then
-        if f == 0 then error(READONLY, 0) end
-        f = f + 1
-    end
-    if raw_getfenv(f) == _G then error(READONLY, 0) end     -- this file's own functions
-    return raw_setfenv(f, t)
 end
 
 local math_lib = copy(math)

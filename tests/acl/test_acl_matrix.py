@@ -43,6 +43,11 @@ OVERRIDES = {
     # a host to resolve would wait on DNS; nothing listens on port 1
     "migrate": lambda user, prefix: ["MIGRATE", "127.0.0.1", "1", f"{prefix}1", "0", "100"],
     "client|kill": ["CLIENT", "KILL", "ID", "999999"],
+    "eval": lambda user, prefix: ["EVAL", "return 1", "1", f"{prefix}1"],
+    "eval_ro": lambda user, prefix: ["EVAL_RO", "return 1", "1", f"{prefix}1"],
+    "evalsha": lambda user, prefix: ["EVALSHA", "f" * 40, "1", f"{prefix}1"],
+    "evalsha_ro": lambda user, prefix: ["EVALSHA_RO", "f" * 40, "1", f"{prefix}1"],
+    "script|load": ["SCRIPT", "LOAD", "return 1"],
     "config|set": ["CONFIG", "SET", "maxmemory-samples", "5"],
     "command|getkeys": ["COMMAND", "GETKEYS", "GET", "k"],
     "acl|dryrun": ["ACL", "DRYRUN", "default", "GET", "k"],
@@ -76,6 +81,9 @@ FAILS_ANYWAY = {
     "restore": b"-BUSYKEY Target key name already exists.\r\n",
     "restore-asking": b"-BUSYKEY Target key name already exists.\r\n",
     "migrate": b"-IOERR error or timeout writing to target instance\r\n",
+    "evalsha": b"-NOSCRIPT No matching script. Please use EVAL.\r\n",
+    "evalsha_ro": b"-NOSCRIPT No matching script. Please use EVAL.\r\n",
+    "script|kill": b"-NOTBUSY No scripts in execution right now.\r\n",
     # past the ACL, mapping is refused to password-less users over TCP (commands/cxl.py)
     **{f"cxl|{sub}": b"-ERR CXL mapping is offered only over the unix socket, or to loopback "
                      b"peers authenticated with a password\r\n"
