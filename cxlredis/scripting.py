@@ -73,13 +73,12 @@ class Rand48:
 
 
 class Script:
-    """A compiled script body and what its shebang line declares."""
+    """A compiled script and what its shebang line declares."""
 
-    __slots__ = ("sha", "body", "function", "flags", "shebang")
+    __slots__ = ("sha", "function", "flags", "shebang")
 
-    def __init__(self, sha, body, function, flags, shebang):
+    def __init__(self, sha, function, flags, shebang):
         self.sha = sha
-        self.body = body
         self.function = function
         self.flags = flags           # the shebang's flags (a set of names)
         self.shebang = shebang       # False: compatibility mode (no "#!lua" line)
@@ -207,7 +206,7 @@ class Scripts:
             if function is None:
                 raise CommandError("ERR Error compiling script (new function): "
                                    + error.decode("utf-8", "surrogateescape"))
-            script = cache[sha] = Script(sha, body, function, flags, shebang)
+            script = cache[sha] = Script(sha, function, flags, shebang)
         return script
 
     def find(self, namespace, sha):
@@ -256,8 +255,13 @@ class Scripts:
         kind, payload = request
         if kind == "call":
             resp, argv = payload
-            run.client.set_protocol(resp)
-            run.answers.put(self.call(run.client, argv, run))
+            try:
+                run.client.set_protocol(resp)
+                answer = self.call(run.client, argv, run)
+            except Exception as e:  # the worker waits for an answer: it must get one
+                log.exception("Internal error in a script's command")
+                answer = f"ERR internal error: {type(e).__name__}".encode(), True
+            run.answers.put(answer)
             return False
         self.current = None
         c = run.caller

@@ -19,8 +19,8 @@
 local api_call, api_pcall, api_sha1hex, api_log, api_setresp, api_set_repl, api_random,
       api_randomseed, interrupted, script_resp_of, unwrap, version, version_num = ...
 
-local error, type, tostring, tonumber, select, rawget, pairs, next, unpack =
-      error, type, tostring, tonumber, select, rawget, pairs, next, unpack
+local error, type, tostring, tonumber, select, rawget, pairs, next =
+      error, type, tostring, tonumber, select, rawget, pairs, next
 local raw_pcall, raw_rawset, raw_setfenv, raw_loadstring, raw_load, xpcall =
       pcall, rawset, setfenv, loadstring, load, xpcall
 local setmetatable, getmetatable = setmetatable, getmetatable
