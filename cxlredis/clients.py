@@ -24,6 +24,17 @@ class Clients:
     def connections(self):
         return list(self.by_id.values())
 
+    def client_session(self, ident):
+        """The session of client id ident, None if there is no such client."""
+        connection = self.by_id.get(ident)
+        return connection.session if connection is not None else None
+
+    def flush(self, session):
+        """Send what session's replies hold now, not at the end of this loop turn."""
+        connection = self.by_id.get(session.id)
+        if connection is not None and not connection.closing:
+            connection.flush()
+
     def sessions(self):
         """Every session, by id."""
         return [self.by_id[ident].session for ident in sorted(self.by_id)]
@@ -80,14 +91,17 @@ class Clients:
 
 
 def client_flags(connection):
-    """Redis's flag letters, in its order: O monitor, P subscribed, x MULTI, d a watched key
-    changed, c closing after the reply, U unix socket, e no-evict; N for none."""
+    """Redis's flag letters, in its order: O monitor, P subscribed, x MULTI, t tracking
+    (R its redirect is gone, B in BCAST mode), d a watched key changed, c closing after the
+    reply, U unix socket, e no-evict; N for none."""
     s = connection.session
     flags = "O" if s.monitoring else ""
     if s.subscribed:
         flags += "P"
     if s.multi is not None:
         flags += "x"
+    if s.tracking is not None:
+        flags += "t" + ("R" if s.tracking.broken_redirect else "") + ("B" if s.tracking.bcast else "")
     if s.watched and watched_keys_changed(s):
         flags += "d"
     if connection.closing:
@@ -123,7 +137,8 @@ def info_line(connection, running=None):
             f"qbuf={qbuf} qbuf-free=0 argv-mem={argv_mem} multi-mem={multi_mem} rbs=0 rbp=0 "
             f"obl={obl} oll={len(connection.inflight_pins)} omem={omem} "
             f"tot-mem={qbuf + argv_mem + multi_mem + obl + omem} events={events} "
-            f"cmd={s.last_command} user={s.user.name.decode('utf-8', 'replace')} redir=-1 "
+            f"cmd={s.last_command} user={s.user.name.decode('utf-8', 'replace')} "
+            f"redir={s.tracking.redirect if s.tracking is not None else -1} "
             f"resp={s.protocol} lib-name={s.lib_name.decode('utf-8', 'replace')} "
             f"lib-ver={s.lib_ver.decode('utf-8', 'replace')} tenant={s.tenant or ''}")
 

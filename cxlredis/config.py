@@ -630,6 +630,9 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("client-output-buffer-limit", OutputBufferLimits(), _DEFAULT_OUTPUT_LIMITS, MUTABLE,
      "Per client class (normal, replica, pubsub): hard limit, soft limit and soft seconds "
      "of pending output before the client is closed; 0 disables a limit.", "limits"),
+    ("tracking-table-max-keys", Integer(0, UINT_MAX), 1000000, MUTABLE,
+     "Most keys client-side caching (CLIENT TRACKING) remembers; past it, keys are forgotten "
+     "and their clients told to drop them. 0: no limit.", "limits"),
 
     ("slowlog-log-slower-than", Integer(-1, LLONG_MAX), 10000, MUTABLE,
      "Log commands slower than this many microseconds; -1 disables, 0 logs every command.",

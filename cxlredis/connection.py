@@ -89,6 +89,7 @@ class Client(asyncio.BufferedProtocol):
         self._unpin_all()
         services.watchers.discard(session)
         services.pubsub.drop_all(session)
+        services.tracking.disable(session)
         services.clients.unregister(self)
 
     def release_reservations(self):
@@ -152,7 +153,8 @@ class Client(asyncio.BufferedProtocol):
                 if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted_keys
                         and isinstance(store, Keyspace) and services.monitoring.watch_from_us
                         and not session.asking and not session.subscribed
-                        and not services.notifications.from_commands and services.scripts.busy is None):
+                        and not services.notifications.from_commands and services.scripts.busy is None
+                        and not services.tracking.sessions):
                     # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
                     # its keyspace commands and feeds every command to it)
                     commands += self._serve_fast(store, output_budget)
@@ -179,11 +181,14 @@ class Client(asyncio.BufferedProtocol):
                 continue
             services.stats.total_commands_processed += 1
             commands += 1
+            tracking = services.tracking
+            tracking.running = session
             try:
                 dispatch.dispatch(session, argv)
             except Exception:  # a bug must cost one reply, not the connection or the server
                 log.exception("Internal error dispatching a command")
                 reply.error("ERR internal error")
+            tracking.command_done(session)
             if session.store is not store:
                 self._meter(store, commands)
                 store, commands = session.store, 0

@@ -31,7 +31,7 @@ class Services(Parts):
     of its owner (INFO's text, the arena check, the shutdown request)."""
 
     __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring", "pubsub",
-                 "notifications", "scripts", "clients", "watchers", "cluster", "migrate_links", "version",
+                 "notifications", "tracking", "scripts", "clients", "watchers", "cluster", "migrate_links", "version",
                  "lastsave",
                  "info", "check_arenas", "reset_stats", "request_shutdown",
                  "check_shutdown_allowed")
@@ -51,7 +51,7 @@ class CallContext:
                  "laddr", "unix", "local", "created", "db", "protocol", "multi", "multi_dirty",
                  "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
                  "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued",
-                 "asking", "readonly", "subscriptions", "subscribed", "suspended", "resume")
+                 "asking", "readonly", "subscriptions", "subscribed", "tracking", "suspended", "resume")
 
     def __init__(self, services, reply, store, created, dispatch_queued):
         self.services = services
@@ -82,6 +82,7 @@ class CallContext:
         self.readonly = False        # cluster: READONLY (reads from a replica; none here)
         self.subscriptions = Subscriptions()   # its channels, patterns and shard channels
         self.subscribed = False      # any of them (Redis's CLIENT_PUBSUB): RESP2 allows few commands
+        self.tracking = None         # CLIENT TRACKING's tracking.Mode while it is on
         self.suspended = False       # its script went past busy-reply-threshold: no commands until it ends
         self.resume = None           # the connection's: go on with its input once the script ended
 

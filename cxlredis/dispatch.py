@@ -17,6 +17,7 @@ import time
 from . import acl, errors, protected
 from ._store import OutOfMemory, TenantError, WrongType
 from .commands import lookup
+from .commands.keyspecs import key_arguments
 from .redirects import redirect
 from .sessions import check_absent_watched_keys, watched_keys_changed
 from .errors import CommandError
@@ -24,6 +25,8 @@ from .metrics import LATENCY_BUCKETS
 from .slots import release_slots
 
 log = logging.getLogger("cxlredis")
+
+SCRIPTS_RO = frozenset(("eval_ro", "evalsha_ro", "fcall_ro"))
 
 ALLOWED_SUBSCRIBED = frozenset(("ping", "subscribe", "ssubscribe", "psubscribe", "unsubscribe",
                                 "sunsubscribe", "punsubscribe", "quit", "reset"))
@@ -162,7 +165,17 @@ def script_call(c, argv, run):
                     else b"Script attempted to access a non local key in a cluster node"), True
     if "write" in spec.flags:
         run.wrote = True
+    tracking = c.services.tracking
+    # (after the script went past busy-reply-threshold no command of its caller is running)
+    outside = tracking.running is None
+    if outside:
+        tracking.running = run.caller
     call(c, spec, argv)
+    if run.caller.tracking is not None and "readonly" in spec.flags:
+        tracking.remember(run.caller, run.keys)
+    if outside:
+        tracking.running = None
+        tracking.deliver_pending()
     collected = _Collected()
     _unpin(c, c.reply.flush(collected))
     return collected.data, False
@@ -190,6 +203,10 @@ def call(c, spec, argv):
     """Run one command's handler (also used by EXEC for queued commands)."""
     failed = False
     mark = c.reply.mark()
+    tracking = c.services.tracking
+    # client-side caching: the generations of tracked keys a write may change
+    tracked = (tracking.before_write(c, key_names(spec, argv))
+               if tracking.sessions and "write" in spec.flags else None)
     start = time.perf_counter_ns()
     try:
         if c.reply_mode == "on":
@@ -221,8 +238,13 @@ def call(c, spec, argv):
             c.services.audit.after_command(c, spec, argv)
         if c.services.watchers:
             check_absent_watched_keys(c.services.watchers)
+    if tracked:
+        tracking.after_write(c, tracked)
     if c.services.notifications.noting_drops:
         c.services.notifications.publish_drops()    # what the command expired or evicted
+    # Read-only scripts are not tracked themselves, only the commands they run.
+    if c.tracking is not None and "readonly" in spec.flags and spec.name not in SCRIPTS_RO:
+        tracking.remember(c, key_names(spec, argv))
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.
     counters = c.services.stats.command(spec.name)
@@ -234,6 +256,10 @@ def call(c, spec, argv):
     monitoring = c.services.monitoring
     if elapsed_us >= monitoring.watch_from_us:
         monitoring.after_call(c, spec, argv, elapsed_us)
+
+
+def key_names(spec, argv):
+    return [argv[index] for index, _ in key_arguments(spec, argv)]
 
 
 def with_reply_mode(c, write):

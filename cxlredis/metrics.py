@@ -48,10 +48,11 @@ class Process:
 class Sources(Parts):
     """What INFO and the Prometheus exporter read, handed over by the composition root:
     process (Process), config, stats (the command counters), clients, arenas
-    (arenas.Arenas), leases, tenants, cluster (None outside cluster mode) and pubsub."""
+    (arenas.Arenas), leases, tenants, cluster (None outside cluster mode), pubsub and
+    tracking."""
 
     __slots__ = ("process", "config", "stats", "clients", "arenas", "leases", "tenants", "cluster",
-                 "pubsub")
+                 "pubsub", "tracking")
 
 
 def info(sources, requested, client=None):
@@ -120,7 +121,7 @@ def _clients(s):
         ("client_recent_max_output_buffer",
          max((c.session.reply.pending for c in s.clients.connections()), default=0)),
         ("blocked_clients", 0),
-        ("tracking_clients", 0),
+        ("tracking_clients", len(s.tracking.sessions)),
         ("clients_in_timeout_table", 0),
     ]
 
@@ -184,6 +185,9 @@ def _stats(s):
         ("pubsub_channels", s.pubsub.count(CHANNELS)),
         ("pubsub_patterns", s.pubsub.count(PATTERNS)),
         ("pubsubshard_channels", s.pubsub.count(SHARD_CHANNELS)),
+        ("tracking_total_keys", s.tracking.keys),
+        ("tracking_total_items", s.tracking.items),
+        ("tracking_total_prefixes", s.tracking.prefix_count()),
         ("total_error_replies", stats.total_error_replies),
     ]
 

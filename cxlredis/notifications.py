@@ -9,7 +9,8 @@ Commands report their events through CallContext.notify. Keys the arena drops by
 itself, because they expired or were evicted, are noted by the arena's C (notes.h)
 while x or e is on, and published here: before the next event of a command, so they
 keep Redis's order (a lazily expired key's "expired" comes before the command's own
-events), and after each command and each active-expiry step.
+events), and after each command and each active-expiry step. Client-side caching
+(tracking.py) hears of the same drops, so they are noted while it is on too.
 """
 from ._store import dropped_keys_pending, note_drops, take_dropped_keys
 
@@ -58,13 +59,23 @@ class Notifications:
         self.flags = 0
         self.noting_drops = False
         self.from_commands = False      # some class commands report is on (not the fast path's)
+        self.drop_observer = None       # (arena address, tenant id, key) → None, for every drop
 
     def configure(self, flags: int):
         """A new notify-keyspace-events value; nothing is published unless K or E is on."""
         self.publish_drops()
         self.flags = flags if flags & (KEYSPACE | KEYEVENT) else 0
-        self.noting_drops = bool(self.flags & (EXPIRED | EVICTED))
         self.from_commands = bool(self.flags & ~(KEYSPACE | KEYEVENT | EXPIRED | EVICTED))
+        self._note_drops()
+
+    def observe_drops(self, observer):
+        """Have observer told of every key the arena drops from now on (None: nobody)."""
+        self.publish_drops()
+        self.drop_observer = observer
+        self._note_drops()
+
+    def _note_drops(self):
+        self.noting_drops = bool(self.flags & (EXPIRED | EVICTED)) or self.drop_observer is not None
         note_drops(self.noting_drops)
 
     def wants(self, kind: int) -> bool:
@@ -87,15 +98,17 @@ class Notifications:
         dropped = take_dropped_keys()
         if not self.noting_drops:
             return
-        owners = {}
-        for namespace, keyspace in self.keyspace_owners():
-            owners[(keyspace.arena.address, keyspace.tenant)] = (namespace, keyspace)
+        owners = None
         for address, event, tenant, pdb, key in dropped:
-            owner = owners.get((address, tenant))
-            if owner is None:        # its tenant was dropped since
-                continue
-            namespace, keyspace = owner
             kind = EXPIRED if event == b"expired" else EVICTED
             if self.flags & kind:
-                db = keyspace.arena.logical_db(pdb) if keyspace.tenant == 0 else pdb
-                self.publish(namespace, db, kind, event, key)
+                if owners is None:
+                    owners = {(keyspace.arena.address, keyspace.tenant): (namespace, keyspace)
+                              for namespace, keyspace in self.keyspace_owners()}
+                owner = owners.get((address, tenant))
+                if owner is not None:        # (None: its tenant was dropped since)
+                    namespace, keyspace = owner
+                    db = keyspace.arena.logical_db(pdb) if keyspace.tenant == 0 else pdb
+                    self.publish(namespace, db, kind, event, key)
+            if self.drop_observer is not None:
+                self.drop_observer(address, tenant, key)

@@ -33,6 +33,7 @@ from .pubsub import PubSub
 from .scripting import Scripts
 from .slot_keys import SlotKeys
 from .tenants import Tenants
+from .tracking import Tracking
 
 log = logging.getLogger("cxlredis")
 
@@ -148,17 +149,19 @@ class Server:
         self.notifications = Notifications(self.pubsub, self.tenants.own_keyspaces)
         self.notifications.configure(config["notify-keyspace-events"])
         config.on_change("notify-keyspace-events", self.notifications.configure)
+        self.tracking = Tracking(self.clients, self.notifications, config)
         self.leases = Leases(config)            # co-located clients' leases (CXL commands)
         self.scripts = Scripts(config, dispatch.script_call, self.monitoring, REDIS_COMPAT_VERSION)
         self.cluster = self._load_cluster() if config["cluster-enabled"] else None
         sources = Sources(process=self.process, config=config, stats=self.stats,
                           clients=self.clients, arenas=store, leases=self.leases,
-                          tenants=self.tenants, cluster=self.cluster, pubsub=self.pubsub)
+                          tenants=self.tenants, cluster=self.cluster, pubsub=self.pubsub,
+                          tracking=self.tracking)
         self.exporter = Exporter(sources)          # Prometheus (metrics-port)
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
             leases=self.leases, monitoring=self.monitoring, pubsub=self.pubsub,
-            notifications=self.notifications, scripts=self.scripts, clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
+            notifications=self.notifications, tracking=self.tracking, scripts=self.scripts, clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
             version=REDIS_COMPAT_VERSION, lastsave=self.process.lastsave,
             info=lambda sections, session: metrics.info(sources, sections, session),
             check_arenas=store.check, reset_stats=self.reset_stats,

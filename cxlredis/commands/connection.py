@@ -3,6 +3,7 @@ import time
 
 from .. import acl, errors
 from ..errors import CommandError
+from ..tracking import Mode
 from .args import parse_int, upper
 
 PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
@@ -92,6 +93,7 @@ def cmd_reset(c, argv):
     # CLIENT NO-EVICT survives RESET in Redis 7.0 (7.2 started turning it off).
     c.services.clients.stop_monitor(c)
     c.services.pubsub.drop_all(c)
+    c.services.tracking.disable(c)
     c.services.acl.attach(c)
     c.reply.simple("RESET")
 
@@ -288,8 +290,138 @@ def cmd_client_reply(c, argv):
         raise CommandError(errors.SYNTAX)
 
 
+def cmd_client_tracking(c, argv):
+    """CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN] [OPTOUT] [NOLOOP]:
+    the options are read first (OFF too checks them), then ON's compatibility rules, in
+    Redis's order."""
+    redirect, prefixes = 0, []
+    flags = set()
+    i = 3
+    while i < len(argv):
+        option = upper(argv[i])
+        more = i + 1 < len(argv)
+        if option == "REDIRECT" and more:
+            i += 1
+            if redirect:
+                raise CommandError("ERR A client can only redirect to a single other client")
+            redirect = parse_int(argv[i])
+            # Invalidations name keys: they go to a client of the same tenant only.
+            target = c.services.clients.client_session(redirect)
+            if target is None or target.tenant != c.tenant:
+                raise CommandError("ERR The client ID you want redirect to does not exist")
+        elif option in ("BCAST", "OPTIN", "OPTOUT", "NOLOOP"):
+            flags.add(option)
+        elif option == "PREFIX" and more:
+            i += 1
+            prefixes.append(bytes(argv[i]))
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    switch = upper(argv[2])
+    if switch == "OFF":
+        c.services.tracking.disable(c)
+    elif switch == "ON":
+        old = c.tracking
+        bcast = "BCAST" in flags
+        if prefixes and not bcast:
+            raise CommandError("ERR PREFIX option requires BCAST mode to be enabled")
+        if old is not None and old.bcast != bcast:
+            raise CommandError("ERR You can't switch BCAST mode on/off before disabling tracking for "
+                               "this client, and then re-enabling it with a different mode.")
+        if bcast and flags & {"OPTIN", "OPTOUT"}:
+            raise CommandError("ERR OPTIN and OPTOUT are not compatible with BCAST")
+        if {"OPTIN", "OPTOUT"} <= flags:
+            raise CommandError("ERR You can't specify both OPTIN mode and OPTOUT mode")
+        if old is not None and ("OPTIN" in flags and old.optout or "OPTOUT" in flags and old.optin):
+            raise CommandError("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for "
+                               "this client, and then re-enabling it with a different mode.")
+        if bcast:
+            check_prefixes(prefixes, old.prefixes if old is not None else {})
+        mode = Mode(redirect, bcast, "OPTIN" in flags, "OPTOUT" in flags, "NOLOOP" in flags)
+        if bcast:
+            mode.prefixes = dict.fromkeys(prefixes or (b"",))
+        if old is not None:
+            mode.caching = old.caching      # Redis's enableTracking leaves CACHING as it was
+        c.services.tracking.enable(c, mode)
+    else:
+        raise CommandError(errors.SYNTAX)
+    c.reply.ok()
+
+
+def check_prefixes(given, existing):
+    """BCAST prefixes of one client must not overlap: no two would match the same key."""
+    def overlap(a, b):
+        return a.startswith(b) or b.startswith(a)
+
+    for i, prefix in enumerate(given):
+        for other in sorted(existing):
+            if overlap(prefix, other):
+                raise CommandError(f"ERR Prefix '{_text(prefix)}' overlaps with an existing prefix "
+                                   f"'{_text(other)}'. Prefixes for a single client must not overlap.")
+        for other in given[i + 1:]:
+            if overlap(prefix, other):
+                raise CommandError(f"ERR Prefix '{_text(prefix)}' overlaps with another provided prefix "
+                                   f"'{_text(other)}'. Prefixes for a single client must not overlap.")
+
+
+def _text(data):
+    return data.decode("utf-8", "replace")
+
+
+def cmd_client_caching(c, argv):
+    mode = c.tracking
+    if mode is None:
+        raise CommandError("ERR CLIENT CACHING can be called only when the client is in tracking mode "
+                           "with OPTIN or OPTOUT mode enabled")
+    answer = upper(argv[2])
+    if answer == "YES":
+        if not mode.optin:
+            raise CommandError("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+    elif answer == "NO":
+        if not mode.optout:
+            raise CommandError("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+    else:
+        raise CommandError(errors.SYNTAX)
+    mode.caching = True
+    c.reply.ok()
+
+
+def cmd_client_getredir(c, argv):
+    c.reply.integer(c.tracking.redirect if c.tracking is not None else -1)
+
+
+def cmd_client_trackinginfo(c, argv):
+    mode = c.tracking
+    flags = ["off"]
+    if mode is not None:
+        flags = ["on"]
+        if mode.bcast:
+            flags.append("bcast")
+        if mode.optin:
+            flags += ["optin"] + (["caching-yes"] if mode.caching else [])
+        if mode.optout:
+            flags += ["optout"] + (["caching-no"] if mode.caching else [])
+        if mode.noloop:
+            flags.append("noloop")
+        if mode.broken_redirect:
+            flags.append("broken_redirect")
+    c.reply.map(3)
+    c.reply.bulk("flags")
+    c.reply.set(len(flags))
+    for flag in flags:
+        c.reply.bulk(flag)
+    c.reply.bulk("redirect")
+    c.reply.integer(mode.redirect if mode is not None else -1)
+    c.reply.bulk("prefixes")
+    c.reply.bulk_array(sorted(mode.prefixes) if mode is not None else ())
+
+
 CLIENT_HELP = (
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
     "    Return the name of the current connection.",
     "ID",
@@ -328,6 +460,11 @@ CLIENT_HELP = (
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",
     "    * LIB-VER: the client lib version.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
     "HELP",
     "    Prints this help.",
 )

@@ -199,6 +199,13 @@ DOCS = {
         oneof("enabled", token("ON"), token("OFF")),
         string("endpoint-type", token="moving-endpoint-type", optional=True)),
     "client|no-evict": doc(oneof("enabled", token("ON"), token("OFF"))),
+    "client|tracking": doc(
+        oneof("status", token("ON"), token("OFF")),
+        integer("client-id", token="REDIRECT", optional=True),
+        string("prefix", token="PREFIX", optional=True, multiple=True, multiple_token=True),
+        token("BCAST", optional=True), token("OPTIN", optional=True), token("OPTOUT", optional=True),
+        token("NOLOOP", optional=True)),
+    "client|caching": doc(oneof("mode", token("YES"), token("NO"))),
     "subscribe": doc(string("channel", multiple=True)),
     "unsubscribe": doc(string("channel", optional=True, multiple=True)),
     "psubscribe": doc(block("pattern", pattern("pattern"), multiple=True)),

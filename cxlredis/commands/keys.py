@@ -436,12 +436,14 @@ def _check_flush_mode(argv):
 def cmd_flushdb(c, argv):
     _check_flush_mode(argv)
     c.store.flushdb(c.db)
+    c.services.tracking.flushed(c.store)
     c.reply.ok()
 
 
 def cmd_flushall(c, argv):
     _check_flush_mode(argv)
     c.store.flushall()
+    c.services.tracking.flushed(c.store)
     c.reply.ok()
 
 

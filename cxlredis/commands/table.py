@@ -280,6 +280,18 @@ SPECS = [
         complexity="O(1)"),
     cmd("client|reply", 3, _CLIENT_SUB, acl="connection", **_CONN,
         summary="Instruct the server whether to reply to commands", since="3.2.0", complexity="O(1)"),
+    cmd("client|tracking", -3, _CLIENT_SUB, acl="connection", **_CONN,
+        summary="Enable or disable server assisted client side caching support", since="6.0.0",
+        complexity="O(1). Some options may introduce additional complexity."),
+    cmd("client|caching", 3, _CLIENT_SUB, acl="connection", **_CONN,
+        summary="Instruct the server about tracking or not keys in the next request", since="6.0.0",
+        complexity="O(1)"),
+    cmd("client|getredir", 2, _CLIENT_SUB, acl="connection", **_CONN,
+        summary="Get tracking notifications redirection client ID if any", since="6.0.0",
+        complexity="O(1)"),
+    cmd("client|trackinginfo", 2, _CLIENT_SUB, acl="connection", **_CONN,
+        summary="Return information about server assisted client side caching for the current "
+        "connection", since="6.2.0", complexity="O(1)"),
     cmd("client|help", 2, "loading stale", acl="connection", **_CONN,
         summary="Show helpful text about the different subcommands", since="5.0.0", complexity="O(1)"),
 

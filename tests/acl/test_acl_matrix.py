@@ -84,6 +84,8 @@ FAILS_ANYWAY = {
     "evalsha": b"-NOSCRIPT No matching script. Please use EVAL.\r\n",
     "evalsha_ro": b"-NOSCRIPT No matching script. Please use EVAL.\r\n",
     "script|kill": b"-NOTBUSY No scripts in execution right now.\r\n",
+    "client|caching": b"-ERR CLIENT CACHING can be called only when the client is in tracking mode "
+                      b"with OPTIN or OPTOUT mode enabled\r\n",
     # past the ACL, mapping is refused to password-less users over TCP (commands/cxl.py)
     **{f"cxl|{sub}": b"-ERR CXL mapping is offered only over the unix socket, or to loopback "
                      b"peers authenticated with a password\r\n"
@@ -91,7 +93,8 @@ FAILS_ANYWAY = {
 }
 # Calls that change the connection itself: run on a connection of their own.
 OWN_CONNECTION = {"quit", "reset", "multi", "hello", "client|reply", "client|setname",
-                  "client|no-evict", "client|setinfo", "client|maint_notifications", "auth",
+                  "client|no-evict", "client|setinfo", "client|maint_notifications", "client|tracking",
+                  "auth",
                   "monitor", "subscribe", "psubscribe", "ssubscribe"}
 
 VALUES = {"string": "v", "integer": "1", "double": "1.5", "unix-time": "4102444800",
