@@ -178,20 +178,18 @@ class Tracking:
                     self.items += 1
 
     def _limit_keys(self):
-        """Over tracking-table-max-keys: forget keys, invalidating them, with an effort that
-        grows while the table stays over (Redis's trackingLimitUsedSlots)."""
+        """Over tracking-table-max-keys: forget keys, oldest first, invalidating them, with
+        an effort that grows while the table stays over (Redis's trackingLimitUsedSlots)."""
         limit = self.config["tracking-table-max-keys"]
         effort = 100 * (self._limit_rounds + 1)
-        for place, keys in list(self.table.items()):
-            for key in list(keys):
-                if self.keys <= limit:
-                    self._limit_rounds = 0
-                    return
-                if effort == 0:
-                    self._limit_rounds += 1
-                    return
-                effort -= 1
-                self._invalidate_holders(place, key, None)
+        while self.keys > limit:
+            if effort == 0:
+                self._limit_rounds += 1
+                return
+            effort -= 1
+            place, keys = next(iter(self.table.items()))
+            self._invalidate_holders(place, next(iter(keys)), None)
+        self._limit_rounds = 0
 
     # -- writes: invalidating keys
 
@@ -215,6 +213,12 @@ class Tracking:
         for keyspace, key, place, generations in watched:
             if self._generations(keyspace, key) != generations:
                 self.invalidate(place, key, c)
+
+    def written(self, store, key, modifier):
+        """A write no key spec announces (CXL COMMIT of a co-located client's block)."""
+        if self.sessions:
+            keyspace, key = write_place(store, bytes(key))
+            self.invalidate(place_of(keyspace), key, modifier)
 
     def dropped(self, address, tenant, key):
         """A key the arena expired or evicted (notifications.Notifications.observe_drops)."""

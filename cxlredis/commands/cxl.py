@@ -242,6 +242,7 @@ def cmd_cxl_commit(c, argv):
     # the commit path of a value received into a slot (SET): visible at once, whole; in
     # the keyspace the block was reserved in, whatever the connection is bound to now
     lease.commit(expire_at)
+    c.services.tracking.written(lease.store, lease.key, c)
     leases.committed(lease)
     c.reply.ok()
 

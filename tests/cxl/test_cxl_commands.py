@@ -10,6 +10,7 @@ import time
 import pytest
 import redis
 
+from conftest import parse_reply, raw_connection
 from cxl_helpers import PASSWORD, TENANT_LINES, USERS, cxl_server, info, unix_client
 
 
@@ -166,6 +167,18 @@ def test_reserve_fill_commit_is_visible_only_at_the_commit(server, r):
     with pytest.raises(redis.ResponseError, match="no such lease"):
         r.execute_command("CXL", "COMMIT", lease)   # committed once
     assert info(r)["leases-slots"] == 0
+
+
+def test_a_commit_invalidates_the_key_in_client_side_caches(server, r):
+    r.set("cached", "old")
+    with raw_connection(server.port) as tracker:
+        tracker.request("HELLO", "3")
+        assert tracker.request("CLIENT", "TRACKING", "ON") == b"+OK\r\n"
+        assert tracker.request("GET", "cached") == b"$3\r\nold\r\n"
+        lease = r.execute_command("CXL", "RESERVE", "cached", 0)[0]
+        assert tracker.request("PING") == b"+PONG\r\n"      # a reservation changes nothing yet
+        r.execute_command("CXL", "COMMIT", lease)
+        assert parse_reply(tracker.read_reply()) == [b"invalidate", [b"cached"]]
 
 
 def test_commit_replaces_an_existing_value(r):
