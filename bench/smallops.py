@@ -6,10 +6,16 @@ the other commands KV-cache clients send most (EXISTS, MGET of 10, DEL, INCR,
 HSET, HGET, EXPIRE, TTL), each as a redis-benchmark command over 100,000 random
 keys that a SET pass filled first. Note that redis-benchmark itself needs CPU:
 on a 2-core machine it competes with the server, the same way for every server.
+
+``--tracking`` keeps one more connection open on every server, a RESP3 client with
+CLIENT TRACKING ON (client-side caching), for the whole run: what the others' commands
+cost while some client tracks (cxlredis then serves every command on its general path).
 """
 
+import contextlib
 import re
 import shutil
+import socket
 import subprocess
 
 from common import BenchConfig, BenchResult, ServerGroup, MiB, round_order, standalone_main
@@ -79,14 +85,30 @@ def fill_keyspace(port: int) -> None:
     redis_benchmark_command(port, 4 * KEYSPACE, 16, ["SET", "kv:__rand_int__", "x" * 64])
 
 
+@contextlib.contextmanager
+def tracking_clients(servers):
+    """One RESP3 connection with CLIENT TRACKING ON per server, open until the end."""
+    with contextlib.ExitStack() as stack:
+        for server in servers:
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", server.port)))
+            sock.sendall(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n"
+                         b"*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\nON\r\n")
+            received = b""
+            while not received.endswith(b"+OK\r\n"):
+                received += sock.recv(65536)
+        yield
+
+
 def run(config: BenchConfig, requests: int | None = None,
-        pipelined_requests: int | None = None) -> BenchResult:
+        pipelined_requests: int | None = None, tracking: bool = False) -> BenchResult:
     requests = requests or (20_000 if config.quick else 200_000)
     pipelined_requests = pipelined_requests or (100_000 if config.quick else 1_000_000)
     result = BenchResult("smallops", config.labels, {
         "value": "64 B", "clients": 50, "requests": requests,
-        "requests with -P 16": pipelined_requests, "rounds": config.rounds})
-    with ServerGroup(config.servers, maxmemory=256 * MiB, policy="noeviction") as servers:
+        "requests with -P 16": pipelined_requests, "rounds": config.rounds,
+        "a tracking client connected": tracking})
+    with ServerGroup(config.servers, maxmemory=256 * MiB, policy="noeviction") as servers, \
+            (tracking_clients(servers) if tracking else contextlib.nullcontext()):
         for pipeline, count in ((1, requests), (16, pipelined_requests)):
             for round_no in range(config.rounds):
                 for server in round_order(servers, round_no):
@@ -107,9 +129,12 @@ def run(config: BenchConfig, requests: int | None = None,
 def add_arguments(parser):
     parser.add_argument("--requests", type=int, help="requests per test without pipelining")
     parser.add_argument("--pipelined-requests", type=int, help="requests per test with -P 16")
+    parser.add_argument("--tracking", action="store_true",
+                        help="keep a client with CLIENT TRACKING ON connected to every server")
 
 
 if __name__ == "__main__":
     standalone_main(__doc__.splitlines()[0], run, add_arguments,
                     lambda args: dict(requests=args.requests,
-                                      pipelined_requests=args.pipelined_requests))
+                                      pipelined_requests=args.pipelined_requests,
+                                      tracking=args.tracking))
