@@ -89,3 +89,15 @@ def unsupported_option(option):
 
 def int_out_of_range(low, high):
     return f"ERR value is out of range, value must between {low} and {high}"
+
+
+def c_string(arg):
+    """An argument as Redis's "%s" prints it: up to a NUL byte, its bytes kept (the reply
+    writer encodes them back with surrogateescape)."""
+    return bytes(arg).partition(b"\0")[0].decode("utf-8", "surrogateescape")
+
+
+def formatted(text):
+    """An error as Redis's addReplyErrorFormat sends it: CR and LF at its ends trimmed (the
+    reply writer turns those inside into spaces)."""
+    return text.strip("\r\n")

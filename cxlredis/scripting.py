@@ -13,7 +13,9 @@ redis.call hands its command to the loop (Run.ask) and waits for the reply, so n
 commands ever run at once. The worker thread only runs Lua.
 
 Scripts are cached per namespace (a tenant's, or the administrators'), so one tenant's
-SCRIPT EXISTS, EVALSHA or SCRIPT FLUSH never sees another's scripts.
+SCRIPT EXISTS, EVALSHA or SCRIPT FLUSH never sees another's scripts; function libraries
+(functions.py) are per namespace too. A function runs as a script does, on the same
+worker and runtime, with its library's flags.
 """
 import asyncio
 import hashlib
@@ -29,6 +31,7 @@ import lupa.lua51 as lua51
 from ._resp import ReplyWriter
 from .context import CallContext
 from .errors import CommandError
+from .functions import ENGINE, NAME_ERROR, Function, Libraries, Library, parse_library
 
 log = logging.getLogger("cxlredis")
 
@@ -38,6 +41,9 @@ UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands again
               "You can either wait the script termination or kill the server in a hard way "
               "using the SHUTDOWN NOSAVE command.")
 BUSY_EVAL = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+BUSY_FUNCTION = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+# How long a library's code may run while FUNCTION LOAD loads it.
+LOAD_TIMEOUT_MS = 500
 SHEBANG_FLAGS = ("no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys")
 # redis.log's levels (debug, verbose, notice, warning) as Python's
 LOG_LEVELS = (logging.DEBUG, logging.DEBUG, logging.INFO, logging.WARNING)
@@ -83,6 +89,11 @@ class Script:
         self.flags = flags           # the shebang's flags (a set of names)
         self.shebang = shebang       # False: compatibility mode (no "#!lua" line)
 
+    @property
+    def label(self):
+        """How errors and the slow-script log name it."""
+        return self.sha
+
 
 def parse_shebang(body):
     """(flags, whether there is a shebang, the body to compile) of a script: "#!lua
@@ -116,10 +127,12 @@ class Run:
     the loop thread takes the requests itself (Scripts.run waits for them); after, each
     is posted to the loop (drain)."""
 
-    def __init__(self, scripts, c, script, keys, args, readonly):
+    def __init__(self, scripts, c, argv, script, keys, args, readonly):
         self.scripts = scripts
         self.caller = c
-        self.script = script
+        self.argv = argv             # the caller's EVAL or FCALL (FUNCTION STATS shows it)
+        self.script = script         # a Script or a functions.Function
+        self.is_function = isinstance(script, Function)
         self.keys = keys
         self.args = args
         self.readonly = readonly
@@ -135,6 +148,9 @@ class Run:
         self.answers = queue.SimpleQueue()       # loop → worker
         self.lock = threading.Lock()
         self.loop = None
+
+    def duration_ms(self):
+        return int((time.monotonic() - self.started) * 1000)
 
     # --- the worker's side
     def ask(self, request):
@@ -177,8 +193,8 @@ class Scripts:
         self.call = call
         self.monitoring = monitoring
         self.caches = {}             # namespace (tenant name, None) → {sha: Script}
+        self.function_libraries = {}     # namespace → functions.Libraries
         self.busy = None             # the Run gone past busy-reply-threshold, if any
-        self.busy_error = BUSY_EVAL
         self.rand = Rand48()
         self.current = None          # the Run the worker is running
         self.jobs = queue.SimpleQueue()
@@ -215,6 +231,37 @@ class Scripts:
     def flush(self, namespace):
         self.caches.pop(namespace, None)
 
+    # --- function libraries
+    def libraries(self, namespace):
+        return self.function_libraries.setdefault(namespace, Libraries())
+
+    def replace_libraries(self, namespace, libraries):
+        self.function_libraries[namespace] = libraries
+
+    def load_library(self, code, libraries, replace):
+        """FUNCTION LOAD's code, run to register its functions: a Library for libraries,
+        not linked yet (Redis's functionsCreateWithLibraryCtx, up to the linking)."""
+        engine, name, body = parse_library(code)
+        if engine.upper() != ENGINE.encode():
+            raise CommandError(f"ERR Engine '{engine.decode('utf-8', 'surrogateescape')}' not found")
+        if name in libraries.libraries and not replace:
+            raise CommandError(f"ERR Library '{name.decode('utf-8', 'replace')}' already exists")
+        started = time.monotonic()
+        registered, error = self.engine.load_library(
+            body, self.lua.table_from({flag.encode(): flag.encode() for flag in SHEBANG_FLAGS}), NAME_ERROR.encode(),
+            lambda: (time.monotonic() - started) * 1000, LOAD_TIMEOUT_MS)
+        if error is not None:
+            raise CommandError("ERR " + error.decode("utf-8", "surrogateescape"))
+        library = Library(name, code)
+        for n in range(1, len(registered) + 1):
+            function_name, function, description, flags = (registered[n][i] for i in range(1, 5))
+            flags = {flag.decode() for flag in flags.values()}
+            library.functions[function_name] = Function(function_name, function, description or None,
+                                                        flags, library)
+        if not library.functions:
+            raise CommandError("ERR No functions registered")
+        return library
+
     # --- running
     def script_client(self, c):
         """The session redis.call runs in: the caller's user, tenant and db, with a
@@ -226,11 +273,12 @@ class Scripts:
         return sc
 
     def run(self, c, argv, script, numkeys, readonly):
-        """Run script for c's EVAL-like argv. Replies now, or (past busy-reply-threshold)
-        suspends c and replies when the script ends; inside MULTI/EXEC it always waits."""
+        """Run script (or function) for c's EVAL-like (or FCALL) argv. Replies now, or
+        (past busy-reply-threshold) suspends c and replies when the script ends; inside
+        MULTI/EXEC it always waits."""
         # MONITOR shows the EVAL before the commands of its script (it is skip_monitor).
         self.monitoring.feed_now(c, argv)
-        run = Run(self, c, script, argv[3:3 + numkeys], argv[3 + numkeys:], readonly)
+        run = Run(self, c, argv, script, argv[3:3 + numkeys], argv[3 + numkeys:], readonly)
         self._start_worker()
         self.jobs.put(run)
         threshold = self.config["busy-reply-threshold"] / 1000
@@ -241,8 +289,10 @@ class Scripts:
                 request = run.requests.get(timeout=timeout)
             except queue.Empty:
                 log.warning("Slow script detected: still in execution after %d milliseconds. "
-                            "You can try killing the script using the SCRIPT KILL command. "
-                            "Script name is: %s.", threshold * 1000, script.sha.decode())
+                            "You can try killing the script using the %s command. "
+                            "Script name is: %s.", threshold * 1000,
+                            "FUNCTION KILL" if run.is_function else "SCRIPT KILL",
+                            script.label.decode("utf-8", "replace"))
                 self.busy = run
                 c.suspended = True
                 run.suspend(asyncio.get_running_loop())
@@ -271,7 +321,7 @@ class Scripts:
         else:
             text = reply.decode("utf-8", "surrogateescape")
             if source is not None and line is not None:
-                text += (f" script: {run.script.sha.decode()}, on "
+                text += (f" script: {run.script.label.decode('utf-8', 'replace')}, on "
                          f"{source.decode('utf-8', 'surrogateescape')}:{line}.")
             if counted:
                 c.services.stats.error(text)
@@ -282,13 +332,21 @@ class Scripts:
             c.resume()
         return True
 
-    def kill(self):
-        """SCRIPT KILL: stop the running script, unless it wrote."""
+    @property
+    def busy_error(self):
+        """What a command other than the allow_busy ones gets while a script runs too long."""
+        return BUSY_FUNCTION if self.busy is not None and self.busy.is_function else BUSY_EVAL
+
+    def kill(self, function):
+        """SCRIPT KILL (function False) or FUNCTION KILL: stop the running script or
+        function, unless it wrote; each command stops its own kind only."""
         run = self.busy
         if run is None:
             raise CommandError(NOTBUSY)
         if run.wrote:
             raise CommandError(UNKILLABLE)
+        if run.is_function != function:
+            raise CommandError(self.busy_error)
         run.kill = True
 
     # --- the worker thread
@@ -305,7 +363,7 @@ class Scripts:
                 keys = self.lua.table_from([bytes(key) for key in run.keys])
                 args = self.lua.table_from([bytes(arg) for arg in run.args])
                 result = self.engine.run(run.script.function, keys, args, run.caller.protocol,
-                                         self.config["busy-reply-threshold"] > 0)
+                                         self.config["busy-reply-threshold"] > 0, run.is_function)
                 reply, failed, source, line, counted_already = result
                 counted = failed and not counted_already
             except Exception as e:   # the engine itself failed: the caller must still get a reply

@@ -187,7 +187,7 @@ def verify_payload(payload):
         raise DumpPayloadError(BAD_PAYLOAD)
 
 
-class _Reader:
+class Reader:
     """Reads RDB encodings from a payload without copying it; any overrun is BAD_FORMAT."""
 
     def __init__(self, data):
@@ -328,7 +328,7 @@ def load_payload(payload):
     verify_payload(payload)
     # Redis's RESTORE reads the object from the whole payload, so does this reader: an
     # object may run into the footer's bytes (which the checksum covers).
-    reader = _Reader(payload)
+    reader = Reader(payload)
     kind = reader.byte()
     if kind == TYPE_STRING:
         return "string", reader.string()

@@ -95,12 +95,6 @@ def _slot(arg):
     return int(bytes(arg))
 
 
-def _quoted(arg):
-    """An argument as Redis's cluster errors show it: whole (no clipping, unlike unknown
-    command texts), but only up to a NUL byte (it is printed as a C string)."""
-    return bytes(arg).partition(b"\0")[0].decode("utf-8", "surrogateescape")
-
-
 def _sees_every_tenant(c):
     """Whether the caller's slot commands see every tenant's keys: an administrator's do,
     as a slot moves whole (slot_keys.py); a tenant's users see their own."""
@@ -112,7 +106,7 @@ def _node(cluster, arg, error):
     name = bytes(arg).decode("latin-1")
     node = cluster.nodes.get(name) if len(name) == 40 else None
     if node is None:
-        raise CommandError(error % _quoted(arg))
+        raise CommandError(error % errors.c_string(arg))
     return node
 
 
@@ -296,12 +290,12 @@ def cmd_cluster_meet(c, argv):
     if len(argv) > 5:
         raise CommandError(errors.subcommand_syntax(argv))
     if not is_int64(bytes(argv[3])):
-        raise CommandError(f"ERR Invalid TCP base port specified: {_quoted(argv[3])}")
+        raise CommandError(f"ERR Invalid TCP base port specified: {errors.c_string(argv[3])}")
     port = int(bytes(argv[3]))
     cport = port + PORT_INCREMENT
     if len(argv) == 5:
         if not is_int64(bytes(argv[4])):
-            raise CommandError(f"ERR Invalid TCP bus port specified: {_quoted(argv[4])}")
+            raise CommandError(f"ERR Invalid TCP bus port specified: {errors.c_string(argv[4])}")
         cport = int(bytes(argv[4]))
     try:
         ip = str(ipaddress.ip_address(bytes(argv[2]).decode("ascii")))
@@ -309,7 +303,7 @@ def cmd_cluster_meet(c, argv):
         ip = None
     if ip is None or not (0 < port <= 65535 and 0 < cport <= 65535):
         raise CommandError(f"ERR Invalid node address specified: "
-                           f"{_quoted(argv[2])}:{_quoted(argv[3])}")
+                           f"{errors.c_string(argv[2])}:{errors.c_string(argv[3])}")
     cluster.start_handshake(ip, port, cport)      # one already under way: OK as well
     _done(c, cluster)
 

@@ -385,12 +385,8 @@ def _overlap(a, b):
 
 def _overlap_error(prefix, other, existing):
     where = "an existing prefix" if existing else "another provided prefix"
-    return CommandError(f"ERR Prefix '{_text(prefix)}' overlaps with {where} '{_text(other)}'. "
+    return CommandError(f"ERR Prefix '{errors.c_string(prefix)}' overlaps with {where} '{errors.c_string(other)}'. "
                         "Prefixes for a single client must not overlap.")
-
-
-def _text(data):
-    return data.decode("utf-8", "replace")
 
 
 def cmd_client_caching(c, argv):

@@ -264,6 +264,16 @@ DOCS = {
     "script|flush": doc(oneof("async", token("ASYNC"), token("SYNC"), optional=True, since="6.2.0"),
                         history=("6.2.0: Added the `ASYNC` and `SYNC` flushing mode modifiers.",)),
     "function|flush": doc(oneof("async", token("ASYNC"), token("SYNC"), optional=True)),
+    "fcall": doc(string("function"), integer("numkeys"), key("key", 0, optional=True, multiple=True),
+                 string("arg", optional=True, multiple=True)),
+    "fcall_ro": doc(string("function"), integer("numkeys"), key("key", 0, optional=True, multiple=True),
+                    string("arg", optional=True, multiple=True)),
+    "function|load": doc(token("REPLACE", optional=True), string("function-code")),
+    "function|list": doc(string("library-name-pattern", token="LIBRARYNAME", optional=True),
+                         token("WITHCODE", optional=True)),
+    "function|delete": doc(string("library-name")),
+    "function|restore": doc(string("serialized-value"),
+                            oneof("policy", token("FLUSH"), token("APPEND"), token("REPLACE"), optional=True)),
     # Redis documents DEBUG only as a system command, without arguments; its
     # subcommands (cxlredis's ARENA-CHECK among them) are listed by DEBUG HELP.
     "debug": doc(doc_flags="syscmd"),

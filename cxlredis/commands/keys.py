@@ -35,11 +35,6 @@ def _check_db_range(c, db):
         raise CommandError(errors.DB_INDEX_OUT_OF_RANGE)
 
 
-def _decode(arg):
-    """An argument as Redis's "%s" prints it (up to a NUL), bytes preserved."""
-    return bytes(arg).split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-
-
 # --- existence and deletion ----------------------------------------------
 def cmd_del(c, argv):
     store, db, deleted = c.store, c.db, 0
@@ -81,7 +76,7 @@ def _expire(c, argv, scale, relative, command):
         elif option == "LT":
             lt = True
         else:
-            raise CommandError(errors.unsupported_option(_decode(arg)))
+            raise CommandError(errors.unsupported_option(errors.c_string(arg)))
     if nx and (xx or gt or lt):
         raise CommandError(errors.EXPIRE_NX_AND_OTHERS)
     if gt and lt:

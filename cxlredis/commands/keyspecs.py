@@ -9,6 +9,8 @@ getKeysUsingKeySpecs does, and when one is incomplete (or out of the arguments)
 the command's own get_keys answers instead, as Redis falls back to the command's
 getkeys_proc.
 """
+import re
+
 from .args import is_int64
 from .table import READ, WRITE
 
@@ -120,20 +122,34 @@ def _searched_keys(plan, argv):
 
 
 def _counted_keys(ks, argv):
-    """The keys of a keynum spec (EVAL's numkeys, then that many keys), None when the
-    count is not a non-negative integer or names more keys than there are arguments."""
+    """The keys of a keynum spec (EVAL's and FCALL's numkeys, then that many keys), None
+    when there are none. A count the spec cannot use (no integer, negative, more keys
+    than arguments) is read again as C's atoi reads it (" 1" is 1, 2**32 + 1 is 1):
+    Redis then falls back to those commands' getkeys_proc, which does."""
     keynumidx, firstkey, keystep = ks.keynum
     if ks.index + keynumidx >= len(argv):
         return None
     raw = bytes(argv[ks.index + keynumidx])
-    if not is_int64(raw):
-        return None
-    count = int(raw)
     first = ks.index + firstkey
-    last = first + (count - 1) * keystep
-    if count < 0 or last >= len(argv):
-        return None
-    return range(first, last + 1, keystep)
+    count = int(raw) if is_int64(raw) else -1
+    if count < 0 or first + (count - 1) * keystep >= len(argv):
+        count = c_atoi(raw)
+        if count < 1 or count > (len(argv) - first) // keystep:
+            return None
+    return range(first, first + count * keystep, keystep)
+
+
+_ATOI = re.compile(rb"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+
+
+def c_atoi(raw):
+    """glibc's atoi: leading space, a sign and digits (0 if none); strtol's clamp to a
+    long, then the cast to int."""
+    match = _ATOI.match(raw)
+    if match is None:
+        return 0
+    value = max(-(1 << 63), min(int(match.group(1)), (1 << 63) - 1))
+    return ((value + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
 def key_positions(spec, argv, include_not_keys=False):

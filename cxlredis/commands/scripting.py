@@ -1,12 +1,14 @@
-"""EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (the engine is scripting.Scripts).
+"""EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, FCALL, FCALL_RO and FUNCTION (the engine
+is scripting.Scripts, the libraries functions.py).
 
-A script runs in the caller's tenant: its redis.call commands see the caller's
-keyspace and are checked against the caller's ACL user, and the script cache is the
-tenant's own.
+A script or function runs in the caller's tenant: its redis.call commands see the
+caller's keyspace and are checked against the caller's ACL user, and the script cache
+and the function libraries are the tenant's own.
 """
 from .. import errors
 from ..errors import CommandError
-from ..scripting import NOSCRIPT
+from ..functions import ENGINE, Libraries, read_payload
+from ..scripting import NOSCRIPT, SHEBANG_FLAGS
 from .args import parse_int, upper
 from .connection import reply_help
 
@@ -64,12 +66,20 @@ def _cached(c, sha):
 
 def _run(c, argv, find_script, readonly):
     """EVAL and co.: numkeys checked before the script is looked up or compiled, as Redis."""
-    numkeys = parse_int(argv[2])
-    if numkeys < 0:
-        raise CommandError("ERR Number of keys can't be negative")
+    numkeys = _numkeys(argv, errors.NOT_INTEGER)
+    _start(c, argv, find_script(), numkeys, readonly)
+
+
+def _numkeys(argv, not_integer):
+    numkeys = parse_int(argv[2], not_integer)
     if numkeys > len(argv) - 3:
         raise CommandError("ERR Number of keys can't be greater than number of args")
-    script = find_script()
+    if numkeys < 0:
+        raise CommandError("ERR Number of keys can't be negative")
+    return numkeys
+
+
+def _start(c, argv, script, numkeys, readonly):
     if script.shebang:
         # What the script declared it does, checked before it runs (Redis's scriptPrepareForRun).
         if readonly and "no-writes" not in script.flags:
@@ -102,9 +112,210 @@ def cmd_script_flush(c, argv):
 
 
 def cmd_script_kill(c, argv):
-    c.services.scripts.kill()
+    c.services.scripts.kill(function=False)
     c.reply.ok()
 
 
 def cmd_script_help(c, argv):
     reply_help(c, SCRIPT_HELP)
+
+
+# --- functions -----------------------------------------------------------
+
+FUNCTION_HELP = (
+    "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LOAD [REPLACE] <FUNCTION CODE>",
+    "    Create a new library with the given library name and code.",
+    "DELETE <LIBRARY NAME>",
+    "    Delete the given library.",
+    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+    "    Return general information on all the libraries:",
+    "    * Library name",
+    "    * The engine used to run the Library",
+    "    * Library description",
+    "    * Functions list",
+    "    * Library code (if WITHCODE is given)",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+    "STATS",
+    "    Return information about the current function running:",
+    "    * Function name",
+    "    * Command used to run the function",
+    "    * Duration in MS that the function is running",
+    "    If no function is running, return nil",
+    "    In addition, returns a list of available engines.",
+    "KILL",
+    "    Kill the current running function.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Delete all the libraries.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the libraries.",
+    "    * SYNC: Synchronously flush the libraries.",
+    "DUMP",
+    "    Return a serialized payload representing the current libraries, can be restored using "
+    "FUNCTION RESTORE command",
+    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+    "    Restore the libraries represented by the given payload, it is possible to give a restore "
+    "policy to",
+    "    control how to handle existing libraries (default APPEND):",
+    "    * FLUSH: delete all existing libraries.",
+    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace "
+    "the old",
+    "      libraries with the new libraries (notice that even on this option there is a chance of "
+    "failure",
+    "      in case of functions name collision with another library).",
+    "HELP",
+    "    Prints this help.",
+)
+
+
+def cmd_fcall(c, argv):
+    _fcall(c, argv, readonly=False)
+
+
+def cmd_fcall_ro(c, argv):
+    _fcall(c, argv, readonly=True)
+
+
+def _fcall(c, argv, readonly):
+    """FCALL: the function is looked up first, then numkeys (Redis's order and errors)."""
+    function = c.services.scripts.libraries(c.tenant).function(argv[1])
+    if function is None:
+        raise CommandError("ERR Function not found")
+    _start(c, argv, function, _numkeys(argv, "ERR Bad number of keys provided"), readonly)
+
+
+def cmd_function_load(c, argv):
+    replace = False
+    for option in argv[2:-1]:
+        if upper(option) != "REPLACE":
+            raise CommandError(errors.formatted(f"ERR Unknown option given: {errors.c_string(option)}"))
+        replace = True
+    libraries = c.services.scripts.libraries(c.tenant)
+    library = c.services.scripts.load_library(bytes(argv[-1]), libraries, replace)
+    libraries.add(library, replace)
+    c.reply.bulk(library.name)
+
+
+def cmd_function_list(c, argv):
+    with_code, pattern = False, None
+    i = 2
+    while i < len(argv):
+        option = upper(argv[i])
+        if not with_code and option == "WITHCODE":
+            with_code = True
+        elif pattern is None and option == "LIBRARYNAME":
+            if i == len(argv) - 1:
+                raise CommandError("ERR library name argument was not given")
+            i += 1
+            pattern = bytes(argv[i])
+        else:
+            raise CommandError(f"ERR Unknown argument {errors.c_string(argv[i])}")
+        i += 1
+    libraries = c.services.scripts.libraries(c.tenant).matching(pattern)
+    c.reply.array(len(libraries))
+    for library in libraries:
+        c.reply.map(4 if with_code else 3)
+        c.reply.bulk("library_name")
+        c.reply.bulk(library.name)
+        c.reply.bulk("engine")
+        c.reply.bulk(ENGINE)
+        c.reply.bulk("functions")
+        c.reply.array(len(library.functions))
+        for function in library.functions.values():
+            c.reply.map(3)
+            c.reply.bulk("name")
+            c.reply.bulk(function.name)
+            c.reply.bulk("description")
+            if function.description is None:
+                c.reply.null()
+            else:
+                c.reply.bulk(function.description)
+            c.reply.bulk("flags")
+            flags = [flag for flag in SHEBANG_FLAGS if flag in function.flags]
+            c.reply.set(len(flags))
+            for flag in flags:
+                c.reply.simple(flag)
+        if with_code:
+            c.reply.bulk("library_code")
+            c.reply.bulk(library.code)
+
+
+def cmd_function_delete(c, argv):
+    libraries = c.services.scripts.libraries(c.tenant)
+    library = libraries.libraries.get(bytes(argv[2]))
+    if library is None:
+        raise CommandError("ERR Library not found")
+    libraries.unlink(library)
+    c.reply.ok()
+
+
+def cmd_function_flush(c, argv):
+    if len(argv) > 3:
+        raise CommandError(errors.subcommand_syntax(argv))
+    if len(argv) == 3 and upper(argv[2]) not in ("ASYNC", "SYNC"):
+        raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+    c.services.scripts.replace_libraries(c.tenant, Libraries())
+    c.reply.ok()
+
+
+def cmd_function_dump(c, argv):
+    c.reply.bulk(c.services.scripts.libraries(c.tenant).dump())
+
+
+RESTORE_POLICIES = ("FLUSH", "APPEND", "REPLACE")
+
+
+def cmd_function_restore(c, argv):
+    if len(argv) > 4:
+        raise CommandError(errors.subcommand_syntax(argv))
+    policy = upper(argv[3]) if len(argv) == 4 else "APPEND"
+    if policy not in RESTORE_POLICIES:
+        raise CommandError("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+    scripts = c.services.scripts
+    restored = Libraries()
+    for code in read_payload(bytes(argv[2])):
+        restored.add(scripts.load_library(code, restored, replace=False), replace=False)
+    if policy == "FLUSH":
+        scripts.replace_libraries(c.tenant, restored)
+    else:
+        scripts.libraries(c.tenant).join(restored, replace=policy == "REPLACE")
+    c.reply.ok()
+
+
+def cmd_function_stats(c, argv):
+    scripts = c.services.scripts
+    run = scripts.busy
+    if run is not None and not run.is_function:
+        raise CommandError(scripts.busy_error)
+    c.reply.map(2)
+    c.reply.bulk("running_script")
+    if run is None or run.caller.tenant != c.tenant:     # (another tenant's is none of its business)
+        c.reply.null()
+    else:
+        c.reply.map(3)
+        c.reply.bulk("name")
+        c.reply.bulk(run.script.name)
+        c.reply.bulk("command")
+        c.reply.bulk_array(run.argv)
+        c.reply.bulk("duration_ms")
+        c.reply.integer(run.duration_ms())
+    libraries, functions = scripts.libraries(c.tenant).counts()
+    c.reply.bulk("engines")
+    c.reply.map(1)
+    c.reply.bulk(ENGINE)
+    c.reply.map(2)
+    c.reply.bulk("libraries_count")
+    c.reply.integer(libraries)
+    c.reply.bulk("functions_count")
+    c.reply.integer(functions)
+
+
+def cmd_function_kill(c, argv):
+    c.services.scripts.kill(function=True)
+    c.reply.ok()
+
+
+def cmd_function_help(c, argv):
+    reply_help(c, FUNCTION_HELP)

@@ -340,15 +340,6 @@ def cmd_shutdown(c, argv):
     c.services.request_shutdown("User requested shutdown")
 
 
-def cmd_function_flush(c, argv):
-    # No scripting engine here: there are no functions to delete.
-    if len(argv) > 3:
-        raise CommandError(errors.subcommand_syntax(argv))
-    if len(argv) == 3 and upper(argv[2]) not in ("ASYNC", "SYNC"):
-        raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-    c.reply.ok()
-
-
 DEBUG_HELP = (
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ARENA-CHECK",

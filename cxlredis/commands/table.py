@@ -224,6 +224,8 @@ _EVAL_KEYS = (ks_keynum("RW access update", 2, 0, 1, 1, notes=(
 _EVAL_RO_KEYS = (ks_keynum("RO access", 2, 0, 1, 1, notes=(
     "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS")),)
 _EVAL_DOCS = dict(since="2.6.0", complexity="Depends on the script that is executed.")
+_FCALL_DOCS = dict(since="7.0.0", complexity="Depends on the function that is executed.")
+_ALL_SHARDS = ("request_policy:all_shards", "response_policy:all_succeeded")
 _WATCH = dict(group="server", family="monitoring")
 _WATCH_ADMIN = "admin noscript loading stale"
 _MIGRATION = dict(family="migration")
@@ -470,12 +472,38 @@ SPECS = [
         tips=("request_policy:all_shards", "response_policy:one_succeeded")),
     cmd("script|help", 2, "loading stale", acl="scripting", **_SCRIPTING,
         summary="Show helpful text about the different subcommands", since="5.0.0", complexity="O(1)"),
-    cmd("function", -2, group="scripting", family="server", summary="A container for function commands",
+    cmd("fcall", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_KEYS,
+        summary="Invoke a function", **_FCALL_DOCS),
+    cmd("fcall_ro", -3, "readonly " + _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_RO_KEYS,
+        summary="Invoke a read-only function", **_FCALL_DOCS),
+    cmd("function", -2, **_SCRIPTING, summary="A container for function commands",
         since="7.0.0", complexity="Depends on subcommand."),
-    cmd("function|flush", -2, "write noscript", acl="scripting", group="scripting", family="server",
+    cmd("function|load", -3, "write denyoom noscript", acl="scripting", **_SCRIPTING,
+        summary="Create a function with the given arguments (name, code, description)", since="7.0.0",
+        complexity="O(1) (considering compilation time is redundant)", tips=_ALL_SHARDS),
+    cmd("function|list", -2, "noscript", acl="scripting", **_SCRIPTING,
+        summary="List information about all the functions", since="7.0.0",
+        complexity="O(N) where N is the number of functions", tips=("nondeterministic_output_order",)),
+    cmd("function|delete", 3, "write noscript", acl="scripting", **_SCRIPTING,
+        summary="Delete a function by name", since="7.0.0", complexity="O(1)", tips=_ALL_SHARDS),
+    cmd("function|flush", -2, "write noscript", acl="scripting", **_SCRIPTING,
         summary="Deleting all functions", since="7.0.0",
-        complexity="O(N) where N is the number of functions deleted",
-        tips=("request_policy:all_shards", "response_policy:all_succeeded")),
+        complexity="O(N) where N is the number of functions deleted", tips=_ALL_SHARDS),
+    cmd("function|dump", 2, "noscript", acl="scripting", **_SCRIPTING,
+        summary="Dump all functions into a serialized binary payload", since="7.0.0",
+        complexity="O(N) where N is the number of functions"),
+    cmd("function|restore", -3, "write denyoom noscript", acl="scripting", **_SCRIPTING,
+        summary="Restore all the functions on the given payload", since="7.0.0",
+        complexity="O(N) where N is the number of functions on the payload", tips=_ALL_SHARDS),
+    cmd("function|stats", 2, "noscript allow_busy", acl="scripting", **_SCRIPTING,
+        summary="Return information about the function currently running (name, description, duration)",
+        since="7.0.0", complexity="O(1)",
+        tips=("nondeterministic_output", "request_policy:all_shards", "response_policy:special")),
+    cmd("function|kill", 2, "noscript allow_busy", acl="scripting", **_SCRIPTING,
+        summary="Kill the function currently in execution.", since="7.0.0", complexity="O(1)",
+        tips=("request_policy:all_shards", "response_policy:one_succeeded")),
+    cmd("function|help", 2, "loading stale", acl="scripting", **_SCRIPTING,
+        summary="Show helpful text about the different subcommands", since="7.0.0", complexity="O(1)"),
     cmd("debug", -2, "admin noscript loading stale", **_SERVER,
         summary="A container for debugging commands", since="1.0.0", complexity="Depends on subcommand."),
 

@@ -384,6 +384,129 @@ backing._G = globals
 -- ("x"):upper() reaches the string table through its metatable: show the proxy there.
 getmetatable("").__metatable = backing.string
 
+-- ---- functions (FUNCTION LOAD, FCALL) ----------------------------------------
+
+-- A library's code runs once, when FUNCTION LOAD loads it, and sees Redis's library
+-- API only: redis.register_function, redis.log and its levels, and the version; any
+-- other name is an error, as a missing global is. The functions it registers run
+-- later with the scripts' globals (not KEYS and ARGV: they get keys and args as
+-- arguments). Both are the environment below, whose backing is switched for a load.
+
+-- (called by an __index function: level 3 is the code that read the name)
+local function no_such_global(_, name)
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 3)
+end
+
+local function with_missing_as_errors(t)
+    return setmetatable({}, {
+        __index = function(proxy, name)
+            local value = t[name]
+            if value == nil then no_such_global(proxy, name) end
+            return value
+        end,
+        __newindex = refuse,
+        __metatable = false,
+    })
+end
+
+local loading = nil      -- the library being loaded: {known = flags, names = {}, list = {}}
+
+local function string_like(v)
+    return type(v) == "string" or type(v) == "number"
+end
+
+local function fail(message)
+    error(error_table(message))
+end
+
+-- A flags table's names, each one of the known flags in any case (Redis's strcasecmp).
+local function read_flags(flags)
+    local found = {}
+    local j = 1
+    while true do
+        local flag = flags[j]
+        if flag == nil then return found end
+        if not string_like(flag) then fail("unknown flag given") end
+        local canonical = loading.known[string.lower(tostring(flag))]
+        if canonical == nil then fail("unknown flag given") end
+        found[#found + 1] = canonical
+        j = j + 1
+    end
+end
+
+local function register_function(...)
+    local count = select("#", ...)
+    if count < 1 or count > 2 then fail("wrong number of arguments to redis.register_function") end
+    local name, callback, description, flags
+    if count == 1 then
+        local named = ...
+        if type(named) ~= "table" then
+            fail("calling redis.register_function with a single argument is only applicable to Lua table " ..
+                 "(representing named arguments).")
+        end
+        for key, value in next, named do
+            if not string_like(key) then fail("named argument key given to redis.register_function is not a string") end
+            local option = string.lower(tostring(key))
+            if option == "function_name" then
+                if not string_like(value) then
+                    fail("function_name argument given to redis.register_function must be a string")
+                end
+                name = tostring(value)
+            elseif option == "description" then
+                if not string_like(value) then
+                    fail("description argument given to redis.register_function must be a string")
+                end
+                description = tostring(value)
+            elseif option == "callback" then
+                if type(value) ~= "function" then
+                    fail("callback argument given to redis.register_function must be a function")
+                end
+                callback = value
+            elseif option == "flags" then
+                if type(value) ~= "table" then
+                    fail("flags argument to redis.register_function must be a table representing function flags")
+                end
+                flags = read_flags(value)
+            else
+                fail("unknown argument given to redis.register_function")
+            end
+        end
+        if name == nil then fail("redis.register_function must get a function name argument") end
+        if callback == nil then fail("redis.register_function must get a callback argument") end
+    else
+        local first, second = ...
+        if not string_like(first) then fail("first argument to redis.register_function must be a string") end
+        if type(second) ~= "function" then fail("second argument to redis.register_function must be a function") end
+        name, callback = tostring(first), second
+    end
+    if not find(name, "^[%w_]+$") then fail(loading.name_error) end
+    if loading.names[name] then fail("Function already exists in the library") end
+    loading.names[name] = true
+    loading.list[#loading.list + 1] = {name, callback, description or false, flags or {}}
+end
+
+local library_api = {
+    redis = with_missing_as_errors({
+        register_function = register_function,
+        log = api_log,
+        LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+        REDIS_VERSION = version,
+        REDIS_VERSION_NUM = version_num,
+    }),
+}
+
+local function_backing = backing
+local function_globals = setmetatable({}, {
+    __index = function(proxy, name)
+        local value = function_backing[name]
+        if value == nil then no_such_global(proxy, name) end
+        return value
+    end,
+    __newindex = refuse,
+    __metatable = false,
+})
+proxies[function_globals] = backing
+
 -- ---- running a script ------------------------------------------------------
 
 -- The count hook: every 100k instructions, ask whether SCRIPT KILL came. Once it has,
@@ -438,13 +561,45 @@ end
 -- Run f with KEYS and ARGV (EVAL's globals); returns the reply (RESP) and false or, for
 -- an error the script raised, its message, true, the source and line it came from, and
 -- whether the error was counted already (a failed redis.call's).
-function engine.run(f, keys, argv, resp, hooked)
-    backing.KEYS, backing.ARGV = keys, argv
+-- Run a script (KEYS and ARGV its globals) or, as_function, a function (keys and args
+-- its arguments); the reply for the caller's protocol resp.
+function engine.run(f, keys, argv, resp, hooked, as_function)
+    local body = f
+    if as_function then
+        body = function() return f(keys, argv) end
+    else
+        backing.KEYS, backing.ARGV = keys, argv
+    end
     if hooked then sethook(count_hook, "", 100000) end
-    local ok, result = xpcall(f, on_error)
+    local ok, result = xpcall(body, on_error)
     if hooked then sethook() end
     backing.KEYS, backing.ARGV = nil, nil
     return reply_of(resp, script_resp_of(), ok, result)
+end
+
+-- FUNCTION LOAD: run a library's code so it registers its functions. Its registrations
+-- ({name, callback, description or false, flags}), or nil and the error. known maps each
+-- flag's lower-case name to its own; elapsed_ms() is how long the load has run.
+function engine.load_library(body, known, name_error, elapsed_ms, timeout_ms)
+    local f, err = raw_loadstring(body, "@user_function")
+    if f == nil then return nil, "Error compiling function: " .. err end
+    raw_setfenv(f, function_globals)
+    loading = {known = known, name_error = name_error, names = {}, list = {}}
+    function_backing = library_api
+    local function timeout_hook()
+        if elapsed_ms() > timeout_ms then
+            sethook(timeout_hook, "l")
+            fail("FUNCTION LOAD timeout")
+        end
+    end
+    sethook(timeout_hook, "", 100000)
+    local ok, result = xpcall(f, on_error)
+    sethook()
+    function_backing = backing
+    local registered = loading.list
+    loading = nil
+    if not ok then return nil, "Error registering functions: " .. result.err end
+    return registered, nil
 end
 
 return engine

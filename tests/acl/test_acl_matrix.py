@@ -84,6 +84,12 @@ FAILS_ANYWAY = {
     "evalsha": b"-NOSCRIPT No matching script. Please use EVAL.\r\n",
     "evalsha_ro": b"-NOSCRIPT No matching script. Please use EVAL.\r\n",
     "script|kill": b"-NOTBUSY No scripts in execution right now.\r\n",
+    "fcall": b"-ERR Function not found\r\n",
+    "fcall_ro": b"-ERR Function not found\r\n",
+    "function|load": b"-ERR Missing library metadata\r\n",
+    "function|delete": b"-ERR Library not found\r\n",
+    "function|restore": b"-ERR DUMP payload version or checksum are wrong\r\n",
+    "function|kill": b"-NOTBUSY No scripts in execution right now.\r\n",
     "client|caching": b"-ERR CLIENT CACHING can be called only when the client is in tracking mode "
                       b"with OPTIN or OPTOUT mode enabled\r\n",
     # past the ACL, mapping is refused to password-less users over TCP (commands/cxl.py)

@@ -11,7 +11,7 @@ import time
 import pytest
 import redis
 
-from conftest import encode_command, raw_connection
+from conftest import encode_command, parse_reply, raw_connection
 
 SPIN = "local i = 0 while true do i = i + 1 end"
 BUSY = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
@@ -52,6 +52,39 @@ def test_a_long_script_is_busy_for_others_until_script_kill(server):
         assert runner.read_reply(timeout=5) == b"+PONG\r\n"
         assert other.request("PING") == b"+PONG\r\n"
         assert other.request("SCRIPT", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n"
+
+
+BUSY_FUNCTION = b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+
+
+def test_a_long_function_is_busy_for_others_until_function_kill(server):
+    with raw_connection(server.port) as runner, raw_connection(server.port) as other:
+        assert other.request("FUNCTION", "LOAD", "REPLACE",
+                             f"#!lua name=spinner\nredis.register_function('spin', function() {SPIN} end)"
+                             ) == b"$7\r\nspinner\r\n"
+        runner.send(encode_command("FCALL", "spin", "1", "key") + encode_command("PING"))
+        deadline = time.monotonic() + 5
+        while other.request("PING") != BUSY_FUNCTION:
+            assert time.monotonic() < deadline, "the function never made the server busy"
+            time.sleep(0.05)
+        assert other.request("GET", "k") == BUSY_FUNCTION
+        assert other.request("SCRIPT", "KILL") == BUSY_FUNCTION       # not a script: FUNCTION KILL
+        stats = parse_reply(other.request("FUNCTION", "STATS"))
+        running = dict(zip(stats[1][0::2], stats[1][1::2]))
+        assert running[b"name"] == b"spin" and running[b"command"] == [b"FCALL", b"spin", b"1", b"key"]
+        assert running[b"duration_ms"] >= 100
+        assert other.request("FUNCTION", "KILL") == b"+OK\r\n"
+        killed = runner.read_reply(timeout=5)
+        assert killed.startswith(b"-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:")
+        assert runner.read_reply(timeout=5) == b"+PONG\r\n"
+        assert other.request("FUNCTION", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n"
+        runner.send(encode_command("EVAL", SPIN, "0"))
+        wait_until_busy(server.port)
+        assert other.request("FUNCTION", "STATS") == BUSY        # an EVAL is running: SCRIPT KILL's
+        assert other.request("FUNCTION", "KILL") == BUSY
+        assert other.request("SCRIPT", "KILL") == b"+OK\r\n"
+        assert runner.read_reply(timeout=5).startswith(b"-ERR Script killed by user")
+        other.request("FUNCTION", "DELETE", "spinner")
 
 
 def test_a_script_that_wrote_cannot_be_killed_and_runs_to_its_end(server):

@@ -69,3 +69,32 @@ def test_a_scripts_commands_are_checked_against_the_callers_acl(server, clients)
         assert narrow.eval("return redis.call('incr', 'a1')", 0) == 1
     finally:
         admin.acl_deluser("narrow")
+
+
+def test_each_tenant_has_its_own_function_libraries(clients):
+    def library(body):
+        return f"#!lua name=tools\nredis.register_function('whoami', function(keys) {body} end)"
+
+    for client in clients.values():
+        client.function_flush()
+    clients["alice"].function_load(library("return redis.call('get', keys[1])"))
+    clients["alice"].set("secret", "alice's")
+    clients["bob"].set("secret", "bob's")
+    assert clients["alice"].fcall("whoami", 1, "secret") == b"alice's"
+    for name in ("bob", "carol", "admin"):
+        with pytest.raises(redis.ResponseError, match="Function not found"):
+            clients[name].fcall("whoami", 1, "secret")
+        assert clients[name].function_list() == []
+        assert clients[name].function_dump() == clients["admin"].function_dump()   # nothing in it
+    # the same library and function names in another tenant are that tenant's own
+    clients["bob"].function_load(library("return 'bob: ' .. redis.call('get', keys[1])"))
+    assert clients["bob"].fcall("whoami", 1, "secret") == b"bob: bob's"
+    payload = clients["alice"].function_dump()
+    clients["carol"].function_restore(payload)
+    clients["carol"].set("secret", "carol's")
+    assert clients["carol"].fcall("whoami", 1, "secret") == b"carol's"
+    clients["bob"].function_flush()
+    assert clients["alice"].fcall("whoami", 1, "secret") == b"alice's"
+    assert clients["carol"].function_list()[0][:2] == [b"library_name", b"tools"]
+    stats = clients["alice"].execute_command("FUNCTION", "STATS")     # (redis-py makes it a dict)
+    assert stats[b"engines"] == {b"LUA": {b"libraries_count": 1, b"functions_count": 1}}
