@@ -315,18 +315,24 @@ function redis.debug() end
 
 -- ---- the globals a script sees ---------------------------------------------
 
+-- A table that reads through lookup(name) and refuses writes; reading a name that is
+-- not there is an error naming it, as Redis's globals do.
+local function strict(lookup)
+    return setmetatable({}, {
+        __index = function(_, name)
+            local value = lookup(name)
+            if value == nil then
+                error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+            end
+            return value
+        end,
+        __newindex = refuse,
+        __metatable = false,
+    })
+end
+
 local backing = {}
-local globals = setmetatable({}, {
-    __index = function(_, name)
-        local value = backing[name]
-        if value == nil then
-            error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-        end
-        return value
-    end,
-    __newindex = refuse,
-    __metatable = false,
-})
+local globals = strict(function(name) return backing[name] end)
 proxies[globals] = backing
 
 local function protected(t)
@@ -391,23 +397,6 @@ getmetatable("").__metatable = backing.string
 -- other name is an error, as a missing global is. The functions it registers run
 -- later with the scripts' globals (not KEYS and ARGV: they get keys and args as
 -- arguments). Both are the environment below, whose backing is switched for a load.
-
--- (called by an __index function: level 3 is the code that read the name)
-local function no_such_global(_, name)
-    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 3)
-end
-
-local function with_missing_as_errors(t)
-    return setmetatable({}, {
-        __index = function(proxy, name)
-            local value = t[name]
-            if value == nil then no_such_global(proxy, name) end
-            return value
-        end,
-        __newindex = refuse,
-        __metatable = false,
-    })
-end
 
 local loading = nil      -- the library being loaded: {known = flags, names = {}, list = {}}
 
@@ -485,26 +474,17 @@ local function register_function(...)
     loading.list[#loading.list + 1] = {name, callback, description or false, flags or {}}
 end
 
-local library_api = {
-    redis = with_missing_as_errors({
-        register_function = register_function,
-        log = api_log,
-        LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
-        REDIS_VERSION = version,
-        REDIS_VERSION_NUM = version_num,
-    }),
+local library_redis = {
+    register_function = register_function,
+    log = api_log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REDIS_VERSION = version,
+    REDIS_VERSION_NUM = version_num,
 }
+local library_api = {redis = strict(function(name) return library_redis[name] end)}
 
 local function_backing = backing
-local function_globals = setmetatable({}, {
-    __index = function(proxy, name)
-        local value = function_backing[name]
-        if value == nil then no_such_global(proxy, name) end
-        return value
-    end,
-    __newindex = refuse,
-    __metatable = false,
-})
+local function_globals = strict(function(name) return function_backing[name] end)
 proxies[function_globals] = backing
 
 -- ---- running a script ------------------------------------------------------
