@@ -690,6 +690,9 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("enable-protected-configs", Enum("no", "yes", "local"), "no", IMMUTABLE,
      "Whether CONFIG SET may change the protected options (dir, audit-log-file): no, yes, "
      "or local (from 127.0.0.1, ::1 and the unix socket only), as in Redis 7.", "security"),
+    ("functions-file", String(), "functions.json", IMMUTABLE,
+     "JSON file keeping the FUNCTION LOAD libraries of every tenant across restarts, relative "
+     "to dir; empty keeps them in memory only.", "general"),
     ("tenants-file", String(), "tenants.json", IMMUTABLE,
      "JSON file keeping tenant users and shared grants across restarts, relative to dir; "
      "empty keeps them in memory (and the config file's tenant lines).", "security"),

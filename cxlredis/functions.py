@@ -9,11 +9,21 @@ case-sensitive. Each tenant has its own libraries, as it has its own script cach
 FUNCTION DUMP and RESTORE use Redis 7.0's payload: per library an
 RDB_OPCODE_FUNCTION2 byte and the library's code as an RDB string, then the RDB
 version and CRC-64 footer of cluster/dump.py.
+
+Redis keeps its functions in the RDB; here the arena outlives a restart, and the
+libraries are kept beside it, in functions-file (JSON: each library's tenant and code),
+rewritten atomically after every change and loaded again at startup.
 """
+import base64
+import json
+
 from ._resp import split_args
 from ._store import glob_match
 from .cluster.dump import DumpPayloadError, Reader, encode_string, footer_for, verify_payload
 from .errors import CommandError, c_string
+from .files import write_atomically
+
+FILE_VERSION = 1
 
 ENGINE = "LUA"
 OPCODE_FUNCTION_PRE_GA, OPCODE_FUNCTION2 = 246, 245
@@ -60,6 +70,15 @@ class Libraries:
 
     def function(self, name):
         return self.functions.get(bytes(name).lower())
+
+    def clear(self):
+        self.libraries.clear()
+        self.functions.clear()
+
+    def copy(self):
+        copied = Libraries()
+        copied.libraries, copied.functions = dict(self.libraries), dict(self.functions)
+        return copied
 
     def matching(self, pattern):
         """The libraries whose name matches pattern (case-insensitively, as Redis), or all."""
@@ -170,6 +189,22 @@ def read_payload(payload):
         except DumpPayloadError:
             raise CommandError("ERR Failed loading library payload") from None
     return codes
+
+
+def save_libraries(path, by_namespace):
+    """Replace the functions file with every namespace's libraries."""
+    entries = [{"tenant": namespace, "code": base64.b64encode(library.code).decode()}
+               for namespace, libraries in by_namespace.items() for library in libraries.libraries.values()]
+    write_atomically(path, (json.dumps({"version": FILE_VERSION, "libraries": entries}, indent=1) + "\n").encode())
+
+
+def read_libraries(path):
+    """(tenant name or None, library code) of each library the functions file keeps."""
+    with open(path, "rb") as file:
+        content = json.load(file)
+    if content.get("version") != FILE_VERSION:
+        raise ValueError(f"unknown version {content.get('version')!r}")
+    return [(entry["tenant"], base64.b64decode(entry["code"])) for entry in content["libraries"]]
 
 
 def _text(data):

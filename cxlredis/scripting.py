@@ -22,6 +22,7 @@ import hashlib
 import importlib.resources
 import logging
 import math
+import os
 import queue
 import threading
 import time
@@ -31,7 +32,8 @@ import lupa.lua51 as lua51
 from ._resp import ReplyWriter
 from .context import CallContext
 from .errors import CommandError
-from .functions import ENGINE, NAME_ERROR, Function, Libraries, Library, parse_library
+from .functions import (ENGINE, NAME_ERROR, Function, Libraries, Library, parse_library, read_libraries,
+                        save_libraries)
 
 log = logging.getLogger("cxlredis")
 
@@ -194,6 +196,7 @@ class Scripts:
         self.monitoring = monitoring
         self.caches = {}             # namespace (tenant name, None) → {sha: Script}
         self.function_libraries = {}     # namespace → functions.Libraries
+        self.functions_file = os.path.join(config["dir"], config["functions-file"]) if config["functions-file"] else None
         self.busy = None             # the Run gone past busy-reply-threshold, if any
         self.rand = Rand48()
         self.current = None          # the Run the worker is running
@@ -235,8 +238,49 @@ class Scripts:
     def libraries(self, namespace):
         return self.function_libraries.setdefault(namespace, Libraries())
 
-    def replace_libraries(self, namespace, libraries):
+    def change_libraries(self, namespace, change):
+        """Run change(libraries) on a copy of namespace's libraries, install the result and
+        keep it in functions-file; if that write fails, nothing changed."""
+        libraries = self.libraries(namespace).copy()
+        change(libraries)
+        before = self.function_libraries.get(namespace)
         self.function_libraries[namespace] = libraries
+        try:
+            self.save_libraries()
+        except OSError as e:
+            self.function_libraries[namespace] = before
+            raise CommandError(f"ERR cannot write the functions file {self.functions_file}: {e.strerror}") from None
+
+    def forget_namespace(self, namespace):
+        """A tenant is gone: its cached scripts and its libraries too."""
+        self.caches.pop(namespace, None)
+        if self.function_libraries.pop(namespace, None) is not None:
+            try:
+                self.save_libraries()
+            except OSError as e:
+                log.warning("Cannot write the functions file %s: %s", self.functions_file, e.strerror)
+
+    def save_libraries(self):
+        if self.functions_file:
+            save_libraries(self.functions_file, self.function_libraries)
+
+    def load_saved_libraries(self):
+        """At startup: the libraries functions-file keeps, each loaded again (one that no
+        longer loads is logged and left out)."""
+        if not self.functions_file or not os.path.exists(self.functions_file):
+            return
+        try:
+            saved = read_libraries(self.functions_file)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("Ignoring the functions file %s: %s", self.functions_file, e)
+            return
+        for namespace, code in saved:
+            libraries = self.libraries(namespace)
+            try:
+                libraries.add(self.load_library(code, libraries, replace=False), replace=False)
+            except CommandError as e:
+                log.warning("Function library of %s not loaded from %s: %s",
+                            f"tenant {namespace}" if namespace else "the administrators", self.functions_file, e)
 
     def load_library(self, code, libraries, replace):
         """FUNCTION LOAD's code, run to register its functions: a Library for libraries,

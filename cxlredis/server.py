@@ -152,6 +152,7 @@ class Server:
         self.tracking = Tracking(self.clients, self.notifications, config)
         self.leases = Leases(config)            # co-located clients' leases (CXL commands)
         self.scripts = Scripts(config, dispatch.script_call, self.monitoring, REDIS_COMPAT_VERSION)
+        self.scripts.load_saved_libraries()
         self.cluster = self._load_cluster() if config["cluster-enabled"] else None
         sources = Sources(process=self.process, config=config, stats=self.stats,
                           clients=self.clients, arenas=store, leases=self.leases,

@@ -192,9 +192,9 @@ def cmd_function_load(c, argv):
         if upper(option) != "REPLACE":
             raise CommandError(errors.formatted(f"ERR Unknown option given: {errors.c_string(option)}"))
         replace = True
-    libraries = c.services.scripts.libraries(c.tenant)
-    library = c.services.scripts.load_library(bytes(argv[-1]), libraries, replace)
-    libraries.add(library, replace)
+    scripts = c.services.scripts
+    library = scripts.load_library(bytes(argv[-1]), scripts.libraries(c.tenant), replace)
+    scripts.change_libraries(c.tenant, lambda libraries: libraries.add(library, replace))
     c.reply.bulk(library.name)
 
 
@@ -243,11 +243,11 @@ def cmd_function_list(c, argv):
 
 
 def cmd_function_delete(c, argv):
-    libraries = c.services.scripts.libraries(c.tenant)
-    library = libraries.libraries.get(bytes(argv[2]))
+    scripts = c.services.scripts
+    library = scripts.libraries(c.tenant).libraries.get(bytes(argv[2]))
     if library is None:
         raise CommandError("ERR Library not found")
-    libraries.unlink(library)
+    scripts.change_libraries(c.tenant, lambda libraries: libraries.unlink(library))
     c.reply.ok()
 
 
@@ -256,7 +256,7 @@ def cmd_function_flush(c, argv):
         raise CommandError(errors.subcommand_syntax(argv))
     if len(argv) == 3 and upper(argv[2]) not in ("ASYNC", "SYNC"):
         raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-    c.services.scripts.replace_libraries(c.tenant, Libraries())
+    c.services.scripts.change_libraries(c.tenant, Libraries.clear)
     c.reply.ok()
 
 
@@ -277,10 +277,13 @@ def cmd_function_restore(c, argv):
     restored = Libraries()
     for code in read_payload(bytes(argv[2])):
         restored.add(scripts.load_library(code, restored, replace=False), replace=False)
-    if policy == "FLUSH":
-        scripts.replace_libraries(c.tenant, restored)
-    else:
-        scripts.libraries(c.tenant).join(restored, replace=policy == "REPLACE")
+
+    def restore(libraries):
+        if policy == "FLUSH":
+            libraries.clear()
+        libraries.join(restored, replace=policy == "REPLACE")
+
+    scripts.change_libraries(c.tenant, restore)
     c.reply.ok()
 
 

@@ -82,6 +82,7 @@ def cmd_tenant_delete(c, argv):
     _for_administrators(c, argv)
     name = _name(argv[2])
     keys = c.services.tenants.delete(name, c)
+    c.services.scripts.forget_namespace(name)
     c.services.audit.record(c, "tenant_delete", name=name, keys=keys)
     c.reply.ok()
 

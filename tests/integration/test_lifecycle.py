@@ -1,6 +1,8 @@
 """Server lifecycle: start-up on defaults, warm restart, signals, SHUTDOWN, bad arenas,
 the start-up log and starts that fail."""
+import base64
 import hashlib
+import json
 import os
 import re
 import signal
@@ -356,3 +358,58 @@ def test_default_start_without_config(tmp_path):
         proc.wait(timeout=10)
         if os.path.exists(arena):
             os.unlink(arena)
+
+
+LIBRARY = "#!lua name=kept\nredis.register_function('kept', function(keys) return redis.call('get', keys[1]) end)"
+
+
+def test_function_libraries_survive_a_restart_and_a_kill(cxl_factory):
+    srv = cxl_factory()
+    c = srv.client()
+    c.function_load(LIBRARY)
+    c.function_load("#!lua name=gone\nredis.register_function('gone', function() return 1 end)")
+    c.function_delete("gone")
+    c.set("k", "v")
+    srv.kill9()                 # the functions file was written when the libraries changed
+    srv.restart()
+    c = srv.client()
+    assert c.fcall("kept", 1, "k") == b"v"
+    assert [lib[1] for lib in c.function_list()] == [b"kept"]
+    with pytest.raises(redis.ResponseError, match="Function not found"):
+        c.fcall("gone", 0)
+    c.function_flush()
+    c.shutdown()
+    srv.stop()
+    srv.restart()
+    assert srv.client().function_list() == []
+
+
+def test_a_functions_file_that_does_not_load_is_logged_and_left_out(cxl_factory):
+    srv = cxl_factory()
+    c = srv.client()
+    c.function_load(LIBRARY)
+    c.shutdown()
+    srv.stop()
+    path = srv.dir / "functions.json"
+    content = json.loads(path.read_text())
+    content["libraries"].append({"tenant": None, "code": base64.b64encode(b"#!lua name=bad\nif").decode()})
+    path.write_text(json.dumps(content))
+    srv.restart()
+    assert [lib[1] for lib in srv.client().function_list()] == [b"kept"]
+    srv.client().shutdown()
+    srv.stop()
+    path.write_text("not json")
+    srv.restart()
+    assert srv.client().function_list() == []
+    assert "Ignoring the functions file" in srv.log
+
+
+def test_without_a_functions_file_libraries_last_until_the_restart(cxl_factory):
+    srv = cxl_factory(functions_file="")
+    c = srv.client()
+    c.function_load(LIBRARY)
+    c.shutdown()
+    srv.stop()
+    srv.restart()
+    assert srv.client().function_list() == []
+    assert not (srv.dir / "functions.json").exists()

@@ -98,3 +98,17 @@ def test_each_tenant_has_its_own_function_libraries(clients):
     assert clients["carol"].function_list()[0][:2] == [b"library_name", b"tools"]
     stats = clients["alice"].execute_command("FUNCTION", "STATS")     # (redis-py makes it a dict)
     assert stats[b"engines"] == {b"LUA": {b"libraries_count": 1, b"functions_count": 1}}
+
+
+def test_a_deleted_tenant_takes_its_scripts_and_libraries_along(server, clients):
+    admin = clients["admin"]
+    admin.execute_command("TENANT", "CREATE", "scratch", "USERS", "dave")
+    dave = as_user(server, "dave")
+    sha = dave.script_load("return 'old'")
+    dave.function_load("#!lua name=old\nredis.register_function('old', function() return 1 end)")
+    admin.execute_command("TENANT", "DELETE", "scratch")
+    admin.execute_command("TENANT", "CREATE", "scratch", "USERS", "dave")
+    dave = as_user(server, "dave")
+    assert dave.script_exists(sha) == [False]
+    assert dave.function_list() == []
+    admin.execute_command("TENANT", "DELETE", "scratch")
