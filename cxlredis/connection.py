@@ -152,9 +152,8 @@ class Client(asyncio.BufferedProtocol):
                 parser.authenticated = True
                 if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted_keys
                         and isinstance(store, Keyspace) and services.monitoring.watch_from_us
-                        and not session.asking and not session.subscribed
-                        and not services.notifications.from_commands and services.scripts.busy is None
-                        and not services.tracking.sessions):
+                        and not session.asking and not session.subscribed and session.tracking is None
+                        and not services.notifications.from_commands and services.scripts.busy is None):
                     # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
                     # its keyspace commands and feeds every command to it)
                     commands += self._serve_fast(store, output_budget)
@@ -215,9 +214,14 @@ class Client(asyncio.BufferedProtocol):
         services, session, fast = self.services, self.session, self.fast_counters
         monitoring = services.monitoring
         cluster = services.cluster
+        tracking = services.tracking
+        changed = [] if tracking.sessions else None
         ran = serve_fast(self.parser, session.reply, store, store.arena, session.db, fast,
                          monitoring.watch_from_us, output_budget,
-                         cluster.serve_here if cluster is not None else None)
+                         cluster.serve_here if cluster is not None else None, changed)
+        if changed:
+            # told now, while the replies of the commands that changed them still wait here
+            tracking.fast_writes(store, changed, session)
         if ran:
             if services.watchers:
                 check_absent_watched_keys(services.watchers)

@@ -111,10 +111,6 @@ class Tracking:
         self._broadcast_scheduled = False
         self._limit_rounds = 0          # tracking-table-max-keys: turns spent over the limit
 
-    @property
-    def active(self):
-        return bool(self.sessions)
-
     # -- CLIENT TRACKING ON / OFF
 
     def enable(self, c, mode):
@@ -219,6 +215,15 @@ class Tracking:
         if self.sessions:
             keyspace, key = write_place(store, bytes(key))
             self.invalidate(place_of(keyspace), key, modifier)
+
+    def fast_writes(self, keyspace, keys, modifier):
+        """The keys a batch of the C fast path changed in keyspace (a plain one)."""
+        place = place_of(keyspace)
+        tracked, prefixes = self.table.get(place), self.broadcasts.get(place)
+        if tracked or prefixes:
+            for key in keys:
+                if prefixes or key in tracked:
+                    self.invalidate(place, key, modifier)
 
     def dropped(self, address, tenant, key):
         """A key the arena expired or evicted (notifications.Notifications.observe_drops)."""

@@ -17,7 +17,9 @@ large enough to be sent by reference, take the general path too: for them the
 per-command cost does not matter. In cluster mode only keys of the slots the node
 serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
 here, and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); every other
-key goes to the general path for its redirect.
+key goes to the general path for its redirect. While some client tracks keys
+(CLIENT TRACKING), the keys the commands changed are listed for the caller, which
+tells the trackers before the replies go out.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
@@ -178,7 +180,7 @@ cdef class Counters:
 
 def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
           Counters counters, long long watch_from_us, Py_ssize_t output_budget,
-          const unsigned char[::1] serve_here=None):
+          const unsigned char[::1] serve_here=None, list changed=None):
     """Run the fast commands (the module's docstring) at the head of the parser's input.
 
     Stops at the first other command (handed back to the parser, so next_command()
@@ -188,7 +190,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     show to SLOWLOG, LATENCY and MONITOR), and once the pending replies reach
     output_budget (if not 0: the caller applies client-output-buffer-limit). Returns
     how many commands ran. serve_here (cluster mode): a byte per slot, set where the
-    node serves the slot's keys without a redirect.
+    node serves the slot's keys without a redirect. changed, if given, gets every key a
+    command changed (as Redis's signalModifiedKey would be told of it).
     """
     cdef int op, bucket, found = 0
     cdef int ran = 0
@@ -257,8 +260,10 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                     key = <object>PyList_GET_ITEM(argv, i)
                     if op == FAST_EXISTS:
                         count += key_exists(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
-                    else:
-                        count += delete_key(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+                    elif delete_key(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)):
+                        count += 1
+                        if changed is not None:
+                            changed.append(key)
             elif op == FAST_EXPIRE:
                 # seconds whose milliseconds overflow are the general path's error
                 if not int_arg(argv, 2, &delta) or not -(LLONG_MAX // 1000) <= delta <= LLONG_MAX // 1000:
@@ -296,6 +301,9 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             # was done, and the general path runs the command
             parser.hand_back(argv)
             break
+        if changed is not None and (op == FAST_SET or op == FAST_HSET or op == FAST_INCR or op == FAST_DECR
+                                    or op == FAST_INCRBY or op == FAST_DECRBY or op == FAST_EXPIRE and count):
+            changed.append(key)
         if op == FAST_SET:
             reply._put(b"+OK\r\n", 5)
         elif op == FAST_MGET:

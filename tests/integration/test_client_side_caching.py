@@ -17,7 +17,7 @@ import redis
 import redis.connection
 from redis.cache import CacheConfig
 
-from conftest import parse_reply, raw_connection
+from conftest import encode_command, parse_reply, raw_connection
 
 
 @pytest.fixture
@@ -137,3 +137,27 @@ def test_a_vanished_tracking_client_leaves_no_state(cxl_factory):
             time.sleep(0.05)
         info = admin.info()
         assert (info["tracking_clients"], info["tracking_total_prefixes"]) == (0, 0)
+
+
+
+def test_pipelined_writes_of_other_clients_are_all_told(cxl_factory):
+    """Writes another client pipelines (the fast path runs them in C) are told as they
+    change tracked keys: one message per change, none for a write that changed nothing
+    or a key already told of."""
+    server = cxl_factory()
+    with raw_connection(server.port) as tracker, raw_connection(server.port) as writer:
+        tracker.request("HELLO", "3")
+        assert tracker.request("CLIENT", "TRACKING", "ON") == b"+OK\r\n"
+        writes = [("SET", "p:s", "1"), ("INCR", "p:n"), ("HSET", "p:h", "f", "v"), ("EXPIRE", "p:s", "100"),
+                  ("DEL", "p:missing"), ("EXPIRE", "p:missing", "100"), ("DEL", "p:n")]
+        for _ in range(3):
+            tracker.request("MGET", "p:s", "p:n", "p:missing")
+            tracker.request("HGET", "p:h", "f")
+            writer.send(b"".join(encode_command(*write) for write in writes))
+            replies = [writer.read_reply() for _ in writes]
+            assert replies == [b"+OK\r\n", b":1\r\n", replies[2], b":1\r\n", b":0\r\n", b":0\r\n", b":1\r\n"]
+            tracker.send(encode_command("PING"))
+            told = []
+            while (reply := tracker.read_reply()) != b"+PONG\r\n":
+                told.append(parse_reply(reply))
+            assert told == [[b"invalidate", [b"p:s"]], [b"invalidate", [b"p:n"]], [b"invalidate", [b"p:h"]]]
