@@ -151,6 +151,8 @@ def parse_library(code):
     if not code.startswith(b"#!"):
         raise CommandError("ERR Missing library metadata")
     end = code.find(b"\n")
+    if b"\0" in code[:end]:
+        end = -1                   # (Redis looks for the line's end as a C string)
     parts = split_args(code[:end]) if end >= 0 else None
     if not parts:
         raise CommandError("ERR Invalid library metadata")
@@ -195,7 +197,8 @@ def save_libraries(path, by_namespace):
     """Replace the functions file with every namespace's libraries."""
     entries = [{"tenant": namespace, "code": base64.b64encode(library.code).decode()}
                for namespace, libraries in by_namespace.items() for library in libraries.libraries.values()]
-    write_atomically(path, (json.dumps({"version": FILE_VERSION, "libraries": entries}, indent=1) + "\n").encode())
+    content = json.dumps({"version": FILE_VERSION, "libraries": entries}, indent=1) + "\n"
+    write_atomically(path, content.encode())
 
 
 def read_libraries(path):

@@ -196,7 +196,8 @@ class Scripts:
         self.monitoring = monitoring
         self.caches = {}             # namespace (tenant name, None) → {sha: Script}
         self.function_libraries = {}     # namespace → functions.Libraries
-        self.functions_file = os.path.join(config["dir"], config["functions-file"]) if config["functions-file"] else None
+        self.functions_file = (os.path.join(config["dir"], config["functions-file"])
+                               if config["functions-file"] else None)
         self.busy = None             # the Run gone past busy-reply-threshold, if any
         self.rand = Rand48()
         self.current = None          # the Run the worker is running
@@ -249,7 +250,8 @@ class Scripts:
             self.save_libraries()
         except OSError as e:
             self.function_libraries[namespace] = before
-            raise CommandError(f"ERR cannot write the functions file {self.functions_file}: {e.strerror}") from None
+            raise CommandError(f"ERR cannot write the functions file {self.functions_file}: "
+                               f"{e.strerror}") from None
 
     def forget_namespace(self, namespace):
         """A tenant is gone: its cached scripts and its libraries too."""
@@ -280,7 +282,8 @@ class Scripts:
                 libraries.add(self.load_library(code, libraries, replace=False), replace=False)
             except CommandError as e:
                 log.warning("Function library of %s not loaded from %s: %s",
-                            f"tenant {namespace}" if namespace else "the administrators", self.functions_file, e)
+                            f"tenant {namespace}" if namespace else "the administrators",
+                            self.functions_file, e)
 
     def load_library(self, code, libraries, replace):
         """FUNCTION LOAD's code, run to register its functions: a Library for libraries,
@@ -291,9 +294,10 @@ class Scripts:
         if name in libraries.libraries and not replace:
             raise CommandError(f"ERR Library '{name.decode('utf-8', 'replace')}' already exists")
         started = time.monotonic()
-        registered, error = self.engine.load_library(
-            body, self.lua.table_from({flag.encode(): flag.encode() for flag in SHEBANG_FLAGS}), NAME_ERROR.encode(),
-            lambda: (time.monotonic() - started) * 1000, LOAD_TIMEOUT_MS)
+        known_flags = self.lua.table_from({flag.encode(): flag.encode() for flag in SHEBANG_FLAGS})
+        registered, error = self.engine.load_library(body, known_flags, NAME_ERROR.encode(),
+                                                     lambda: (time.monotonic() - started) * 1000,
+                                                     LOAD_TIMEOUT_MS)
         if error is not None:
             raise CommandError("ERR " + error.decode("utf-8", "surrogateescape"))
         library = Library(name, code)

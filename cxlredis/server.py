@@ -162,7 +162,8 @@ class Server:
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
             leases=self.leases, monitoring=self.monitoring, pubsub=self.pubsub,
-            notifications=self.notifications, tracking=self.tracking, scripts=self.scripts, clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
+            notifications=self.notifications, tracking=self.tracking, scripts=self.scripts,
+            clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
             version=REDIS_COMPAT_VERSION, lastsave=self.process.lastsave,
             info=lambda sections, session: metrics.info(sources, sections, session),
             check_arenas=store.check, reset_stats=self.reset_stats,

@@ -385,8 +385,8 @@ def _overlap(a, b):
 
 def _overlap_error(prefix, other, existing):
     where = "an existing prefix" if existing else "another provided prefix"
-    return CommandError(f"ERR Prefix '{errors.c_string(prefix)}' overlaps with {where} '{errors.c_string(other)}'. "
-                        "Prefixes for a single client must not overlap.")
+    return CommandError(f"ERR Prefix '{errors.c_string(prefix)}' overlaps with {where} "
+                        f"'{errors.c_string(other)}'. Prefixes for a single client must not overlap.")
 
 
 def cmd_client_caching(c, argv):

@@ -434,7 +434,9 @@ local function register_function(...)
                  "(representing named arguments).")
         end
         for key, value in next, named do
-            if not string_like(key) then fail("named argument key given to redis.register_function is not a string") end
+            if not string_like(key) then
+                fail("named argument key given to redis.register_function is not a string")
+            end
             local option = string.lower(tostring(key))
             if option == "function_name" then
                 if not string_like(value) then
@@ -453,7 +455,8 @@ local function register_function(...)
                 callback = value
             elseif option == "flags" then
                 if type(value) ~= "table" then
-                    fail("flags argument to redis.register_function must be a table representing function flags")
+                    fail("flags argument to redis.register_function must be a table representing " ..
+                         "function flags")
                 end
                 flags = read_flags(value)
             else
@@ -465,7 +468,9 @@ local function register_function(...)
     else
         local first, second = ...
         if not string_like(first) then fail("first argument to redis.register_function must be a string") end
-        if type(second) ~= "function" then fail("second argument to redis.register_function must be a function") end
+        if type(second) ~= "function" then
+            fail("second argument to redis.register_function must be a function")
+        end
         name, callback = tostring(first), second
     end
     if not find(name, "^[%w_]+$") then fail(loading.name_error) end

@@ -126,6 +126,21 @@ SEQUENCES = {
         ("FUNCTION", "RESTORE", "x", "SOMETIMES"), ("FUNCTION", "RESTORE", "x", "APPEND"),
         ("FUNCTION", "RESTORE"), ("FUNCTION", "DUMP", "x"),
     ),
+    "boundary arguments": start(
+        load(LIB),
+        ("FCALL", "echo", "9223372036854775807"), ("FCALL", "echo", "-9223372036854775808"),
+        ("FCALL", "echo", "9223372036854775808"), ("FCALL", "echo", "0"), ("FCALL", "echo", " 1", "k"),
+        ("FCALL", "echo", "1.5", "k"), ("FCALL", "echo", ""), ("FCALL", "", "0"), ("FCALL", b"\x00\xff", "0"),
+        ("FCALL_RO", "ro", "-1"), ("FCALL_RO", "ro", "4294967297", "k"),
+        ("FUNCTION", "LOAD", ""), ("FUNCTION", "LOAD", b"\x00\xff"), ("FUNCTION", "LOAD", "#!"),
+        ("FUNCTION", "LOAD", "#!\n"), ("FUNCTION", "LOAD", b"#!lua name=\xff\n"),
+        ("FUNCTION", "LOAD", b"#!lua name=n\x00x\n"), ("FUNCTION", "LOAD", b"#!lua na\x00me=x\n"),
+        ("FUNCTION", "LOAD", "#!lua name=b\nredis.register_function('', function() end)"),
+        ("FUNCTION", "LOAD", "#!lua name=b\nredis.register_function('" + "x" * 10000 + "', function() end)"),
+        ("FUNCTION", "RESTORE", ""), ("FUNCTION", "RESTORE", b"\x00" * 10), ("FUNCTION", "DELETE", ""),
+        ("FUNCTION", "DELETE", b"\x00"), listing("LIBRARYNAME", ""), listing("LIBRARYNAME", b"\xff*"),
+        ("PING",),
+    ),
     "read-only and flags": start(
         load("#!lua name=f\n"
              "redis.register_function{function_name='rw', callback=function(k) return redis.call('set', k[1], 'x') end}\n"
