@@ -95,42 +95,34 @@ class Libraries:
         for name in library.functions:
             self.functions.pop(name.lower(), None)
 
+    # add and join may leave these half-changed when they raise: changes are made on a
+    # copy (scripting.Scripts.change_libraries), installed only once they succeeded.
+
     def add(self, library, replace):
-        """Link a loaded library, replacing one of its name if replace; nothing changes on
-        an error (Redis's functionsCreateWithLibraryCtx, after the load)."""
+        """Link a loaded library, replacing one of its name if replace (Redis's
+        functionsCreateWithLibraryCtx, after the load)."""
         old = self.libraries.get(library.name)
-        if old is not None and not replace:
-            raise CommandError(f"ERR Library '{_text(library.name)}' already exists")
         if old is not None:
+            if not replace:
+                raise CommandError(f"ERR Library '{_text(library.name)}' already exists")
             self.unlink(old)
         for name in library.functions:
             if name.lower() in self.functions:
-                if old is not None:
-                    self.link(old)
                 raise CommandError(f"ERR Function {_text(name)} already exists")
         self.link(library)
 
     def join(self, other, replace):
-        """FUNCTION RESTORE's APPEND and REPLACE: other's libraries join these, all or none."""
-        replaced = []
+        """FUNCTION RESTORE's APPEND and REPLACE: other's libraries join these."""
         for name in other.libraries:
             old = self.libraries.get(name)
-            if old is None:
-                continue
-            if not replace:
-                self._relink(replaced)
-                raise CommandError(f"ERR Library {_text(name)} already exists")
-            self.unlink(old)
-            replaced.append(old)
-        for name in other.functions:
+            if old is not None:
+                if not replace:
+                    raise CommandError(f"ERR Library {_text(name)} already exists")
+                self.unlink(old)
+        for name, function in other.functions.items():
             if name in self.functions:
-                self._relink(replaced)
-                raise CommandError(f"ERR Function {_text(other.functions[name].name)} already exists")
+                raise CommandError(f"ERR Function {_text(function.name)} already exists")
         for library in other.libraries.values():
-            self.link(library)
-
-    def _relink(self, libraries):
-        for library in libraries:
             self.link(library)
 
     def counts(self):

@@ -333,9 +333,10 @@ class Tracking:
         self.clients.flush(session)
 
     def deliver_pending(self):
-        pending, self.pending = self.pending, []
-        for session, message in pending:
-            self._deliver(session, message)
+        if self.pending:
+            pending, self.pending = self.pending, []
+            for session, message in pending:
+                self._deliver(session, message)
 
     def command_done(self, c):
         """After each command a connection ran: the messages its command's changes sent
@@ -343,7 +344,7 @@ class Tracking:
         CLIENT subcommand passes on)."""
         self.running = None
         self.deliver_pending()
-        if self.keys > self.config["tracking-table-max-keys"] > 0:
+        if self.keys and self.keys > self.config["tracking-table-max-keys"] > 0:
             self._limit_keys()
         mode = c.tracking
         if mode is not None and mode.caching and c.multi is None and not c.last_command.startswith("client"):
