@@ -211,7 +211,8 @@ class Tracking:
                 self.invalidate(place, key, c)
 
     def written(self, store, key, modifier):
-        """A write no key spec announces (CXL COMMIT of a co-located client's block)."""
+        """A write the generations do not show (CXL COMMIT of a co-located client's block, a
+        SET of an absent key that expires at once)."""
         if self.sessions:
             keyspace, key = write_place(store, bytes(key))
             self.invalidate(place_of(keyspace), key, modifier)

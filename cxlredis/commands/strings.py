@@ -126,8 +126,12 @@ def cmd_set(c, argv):
             c.reply.null()
         return
     set_string(c, key, argv[2], expire_at, "KEEPTTL" in flags, created=not found and c.creates(key))
-    if c.services.watchers and 0 <= expire_at <= now_ms():
-        touch_absent_watched_key(c, key)
+    if 0 <= expire_at <= now_ms():
+        # it left no live entry, and still touched key as in Redis: its watchers and trackers
+        # hear of it even if it was absent (a key that existed changed its generation too)
+        if c.services.watchers:
+            touch_absent_watched_key(c, key)
+        c.services.tracking.written(c.store, key, c)
     if not with_get:
         c.reply.ok()
 

@@ -139,6 +139,12 @@ WRITES = [
     cmd("GET", "own"),
     cmd("SET", "own", "mine"),              # its own write: after the reply
     heard(0),
+    cmd("GET", "never"),
+    cmd("SET", "never", "v", "PXAT", "1", conn=1),      # absent before and after, yet told
+    heard(0),
+    cmd("GET", "own"),
+    cmd("SET", "own", "v", "PXAT", "1", conn=2),        # it existed: told once
+    heard(0),
     cmd("INCR", "n"),
     cmd("GET", "n"),
     cmd("INCR", "n"),
