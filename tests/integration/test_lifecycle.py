@@ -413,3 +413,16 @@ def test_without_a_functions_file_libraries_last_until_the_restart(cxl_factory):
     srv.restart()
     assert srv.client().function_list() == []
     assert not (srv.dir / "functions.json").exists()
+
+
+def test_a_functions_file_that_cannot_be_written_changes_nothing(cxl_factory, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the functions file's directory should be")
+    srv = cxl_factory(functions_file=str(blocker / "functions.json"))
+    c = srv.client()
+    with pytest.raises(redis.ResponseError, match="cannot write the functions file .*: Not a directory"):
+        c.function_load(LIBRARY)
+    assert c.function_list() == []
+    with pytest.raises(redis.ResponseError, match="Function not found"):
+        c.fcall("kept", 1, "k")
+    assert c.ping()
