@@ -204,7 +204,8 @@ class Scripts:
         self.jobs = queue.SimpleQueue()
         self.worker = None
         self.lua = lua51.LuaRuntime(encoding=None, unpack_returned_tuples=True,
-                                    register_eval=False, register_builtins=False)
+                                    register_eval=False, register_builtins=False,
+                                    attribute_filter=_no_attributes)
         prelude = importlib.resources.files(__package__).joinpath("lua/sandbox.lua").read_bytes()
         self.engine = self.lua.execute(
             prelude, self._call, self._pcall, self._sha1hex, self._log, self._setresp,
@@ -526,6 +527,13 @@ class ScriptError(Exception):
         super().__init__(value)
         self.value = value
         self.positioned = positioned     # a message luaL_error would prefix with the script's line
+
+
+def _no_attributes(obj, name, is_setting):
+    """lupa's attribute filter: a Python object a script reaches (redis.call, an error it
+    caught) is a function to the script, so none of its attributes is there. Without
+    this, redis.call.__self__ would hand a script the server."""
+    raise ScriptError(b"attempt to index a function value", positioned=True)
 
 
 def _unwrap(error):

@@ -49,22 +49,33 @@ local function error_table(text)
     return {err = code .. " " .. message}
 end
 
--- xpcall's handler: the error as a table, with where the script raised it (the first
--- frame that is neither C nor this file).
-local function on_error(err)
-    sethook()        -- the script is over: a kill's line hook must not fire in here
-    local level, info = 2, nil
+-- Where the script raised an error: the first frame from level on that is neither C
+-- nor this file.
+local function script_frame(level)
+    local info
     repeat
         info = getinfo(level, "nSl")
         level = level + 1
     until info == nil or (info.what ~= "C" and info.source ~= PRELUDE)
-    if type(err) == "userdata" then                  -- raised by a Python function
-        local positioned
-        err, positioned = unwrap(err)
-        if positioned and info ~= nil then          -- as luaL_error places it
-            err = sub(info.source, 2) .. ":" .. info.currentline .. ": " .. err
-        end
+    return info
+end
+
+-- An error a Python function raised (userdata) as the Lua value it stands for, a message
+-- placed at the script's line as luaL_error places it; any other error as it is.
+local function lua_error_value(err, info)
+    if type(err) ~= "userdata" then return err end
+    local value, positioned = unwrap(err)
+    if positioned and info ~= nil then
+        value = sub(info.source, 2) .. ":" .. info.currentline .. ": " .. value
     end
+    return value
+end
+
+-- xpcall's handler: the error as a table, with where the script raised it.
+local function on_error(err)
+    sethook()        -- the script is over: a kill's line hook must not fire in here
+    local info = script_frame(3)
+    err = lua_error_value(err, info)
     if type(err) ~= "table" then
         err = {err = "ERR " .. tostring(err)}
     end
@@ -339,8 +350,8 @@ local function protected(t)
     return proxies[t] ~= nil
 end
 
-for _, name in ipairs({"xpcall", "tostring", "setmetatable", "next", "assert", "tonumber",
-                       "rawequal", "collectgarbage", "getmetatable", "pcall", "type", "select",
+for _, name in ipairs({"setmetatable", "next", "assert", "tonumber",
+                       "rawequal", "collectgarbage", "pcall", "select",
                        "unpack", "gcinfo", "pairs", "rawget", "ipairs", "_VERSION", "error"}) do
     backing[name] = _G[name]
 end
@@ -357,6 +368,43 @@ backing.pcall = function(f, ...)
         return false, err
     end
     return settle(raw_pcall(f, ...))
+end
+
+-- The Python functions a script reaches (redis.call, math.random, ...) are lupa userdata.
+-- To a script they are functions, as Redis's C functions are, and the metatable every
+-- Python object shares stays out of its reach: a script that changed it would see other
+-- scripts' calls. The runtime's attribute filter refuses their attributes.
+local function python_object(value)
+    return type(value) == "userdata"
+end
+
+local function_names = setmetatable({}, {__mode = "k"})
+
+backing.type = function(value)
+    if python_object(value) then return "function" end
+    return type(value)
+end
+
+backing.tostring = function(value)
+    if not python_object(value) then return tostring(value) end
+    local name = function_names[value]
+    if name == nil then           -- an address of its own, as "function: 0x..." has
+        name = "function" .. sub(tostring({}), 6)
+        function_names[value] = name
+    end
+    return name
+end
+
+backing.getmetatable = function(value)
+    if python_object(value) then return nil end
+    return getmetatable(value)
+end
+
+-- A handler sees the error a Python function raised as Lua would, not the exception.
+backing.xpcall = function(f, handler)
+    return xpcall(f, function(err)
+        return handler(lua_error_value(err, script_frame(3)))
+    end)
 end
 
 backing.rawset = function(t, k, v)

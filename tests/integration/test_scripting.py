@@ -164,3 +164,39 @@ def test_redis_py_lock_extend_reacquire_and_lost_lock(server):
         lock.extend(1)
     with pytest.raises(redis.exceptions.LockNotOwnedError):
         lock.release()
+
+
+ESCAPES = ["return tostring(redis.call.__self__)", "return tostring(redis.sha1hex.__globals__)",
+           "return tostring(math.random.__self__)", "return tostring(redis.log['__class__'])",
+           "redis.call.__doc__ = 'x'", "getmetatable(redis.call).__index = nil"]
+
+
+@pytest.mark.parametrize("body", ESCAPES)
+def test_a_script_reaches_no_python_object_behind_a_builtin(server, body):
+    # Builtins of cxlredis are Python functions inside lupa; were their attributes
+    # there, a script would reach the server and every tenant's data through them.
+    client = redis.Redis(port=server.port, socket_timeout=10)
+    with pytest.raises(redis.ResponseError) as raised:
+        client.eval(body, 0)
+    text = str(raised.value)
+    assert "attempt to index" in text, text
+
+
+def test_an_error_a_handler_catches_is_lua_s_not_python_s(server):
+    client = redis.Redis(port=server.port, socket_timeout=10)
+    caught = "local ok, e = xpcall(function() {} end, function(e) return e end) return {}"
+    assert client.eval(caught.format("redis.call('nosuch')", "tostring(e.__class__)"), 0) == b"nil"
+    assert client.eval(caught.format("math.random(0)", "type(e)"), 0) == b"string"
+
+
+def test_a_library_reaches_no_python_object_at_load_or_in_a_function(server):
+    client = redis.Redis(port=server.port, socket_timeout=10)
+    with pytest.raises(redis.ResponseError, match="attempt to index"):
+        client.function_load("#!lua name=peek\nlocal x = redis.log.__self__")
+    client.function_load("#!lua name=peek\nredis.register_function('peek', "
+                         "function() return tostring(redis.call.__self__) end)")
+    try:
+        with pytest.raises(redis.ResponseError, match="attempt to index"):
+            client.fcall("peek", 0)
+    finally:
+        client.function_delete("peek")
