@@ -417,13 +417,50 @@ local function in_sandbox(f)
     return f
 end
 
+-- Source text only: Redis's Lua parses every chunk as text, so a precompiled chunk
+-- (crafted bytecode reads and writes any memory in Lua 5.1) is a syntax error there. A
+-- leading space makes stock Lua parse it as text too, the same error at the same place.
+local function as_text(chunk)
+    if sub(chunk, 1, 1) == "\27" then return " " .. chunk end
+    return chunk
+end
+
 backing.loadstring = function(s, name)
+    if type(s) == "string" then
+        s, name = as_text(s), name or s
+    end
     local f, err = raw_loadstring(s, name)
     return in_sandbox(f), err
 end
 
-backing.load = function(reader, name)
-    local f, err = raw_load(reader, name)
+-- Reading stops at the reader's first error, which load hands back as Redis's does: as
+-- an error table, placed at the script's line if load made it.
+backing.load = function(...)
+    local reader, name = ...
+    if type(reader) ~= "function" then
+        local got = select("#", ...) == 0 and "no value" or type(reader)
+        error("bad argument #1 to 'load' (function expected, got " .. got .. ")", 2)
+    end
+    local pieces = {}
+    local ok, err = raw_pcall(function()
+        while true do
+            local piece = reader()
+            if piece == nil or piece == "" then return end
+            if type(piece) == "number" then
+                piece = tostring(piece)
+            elseif type(piece) ~= "string" then
+                local info = script_frame(2)
+                error(sub(info.source, 2) .. ":" .. info.currentline .. ": reader function must return a string", 0)
+            end
+            pieces[#pieces + 1] = piece
+        end
+    end)
+    if not ok then
+        if type(err) ~= "table" then err = error_table(tostring(err)) end
+        return nil, err
+    end
+    local f
+    f, err = raw_loadstring(as_text(concat(pieces)), name or "=(load)")
     return in_sandbox(f), err
 end
 

@@ -103,6 +103,23 @@ SEQUENCES = {
         ev("return {xpcall(function() math.random(0) end, function(e) return e end)}", 0),
         ev("return {xpcall(function() return 'fine' end, function(e) return e end)}", 0),
     ],
+    "chunks are source text": [
+        # Lua 5.1 runs crafted bytecode as it is (any memory read or written): Redis parses
+        # every chunk as text, and so must a script's loadstring and load.
+        ev("local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}", 0),
+        ev("local f, e = loadstring('\\27Lua', 'named') return {tostring(f), e}", 0),
+        ev("local i = 0 local f, e = load(function() i = i + 1 if i == 1 then "
+           "return string.dump(function() return 1 end) end end) return {tostring(f), e}", 0),
+        ev("local i = 0 local f = load(function() i = i + 1 if i == 1 then return 'return 5' end end) return f()", 0),
+        ev("local i = 0 local f, e = load(function() i = i + 1 if i < 3 then return 2 end end) return e", 0),
+        ev("local i = 0 local f, e = load(function() i = i + 1 if i < 3 then return 'return 1' end end, 'nm') return e", 0),
+        ev("local f, e = load(function() error('rd') end) return {tostring(f), e, type(e)}", 0),
+        ev("local f, e = load(function() error({err='X y'}) end) return {e}", 0),
+        ev("local f, e = load(function() return {} end) return {type(e), e}", 0),
+        ev("local f = load('x')", 0), ev("local f = load()", 0),
+        ev("local f, e = loadstring('x y', 'c') return {tostring(f), e}", 0),
+        ev("local f, e = loadstring('return +') return {tostring(f), e}", 0),
+    ],
     "script cache": [
         ("SCRIPT", "LOAD", "return 'cached'"),
         ("SCRIPT", "EXISTS", "a77ae67de163f975b1ed8463acc72469cf24a035",
