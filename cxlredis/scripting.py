@@ -211,6 +211,10 @@ class Scripts:
             prelude, self._call, self._pcall, self._sha1hex, self._log, self._setresp,
             self._set_repl, self._random, self._randomseed, self._interrupted,
             lambda: self.current.script_resp, _unwrap, version.encode(), version_number(version))
+        # Looked up once: lupa reads a Lua table's field wrongly while a coroutine runs
+        # (a tuple for the function), and redis.call may run inside one.
+        self.parse_reply = self.engine.parse
+        self.error_table = self.engine.error_table
 
     # --- the cache
     def cache(self, namespace):
@@ -423,7 +427,7 @@ class Scripts:
 
     # --- the redis.* functions that may raise, and the sandbox's hooks (worker thread)
     def _raise(self, text):
-        raise ScriptError(self.engine.error_table(text))
+        raise ScriptError(self.error_table(text))
 
     def _call(self, *args):
         return self._redis_call(args, True)
@@ -454,7 +458,7 @@ class Scripts:
                     return raw[raw.index(b"\r\n") + 2:-2]     # a bulk string, the usual reply
                 if not failed and raw[:1] == b":":
                     return int(raw[1:-2])
-        value, is_error = self.engine.parse(raw, failed)
+        value, is_error = self.parse_reply(raw, failed)
         if is_error and raise_errors:
             raise ScriptError(value)
         return value

@@ -24,7 +24,7 @@ local error, type, tostring, tonumber, select, rawget, pairs, next =
 local raw_pcall, raw_rawset, raw_setfenv, raw_loadstring, raw_load, xpcall =
       pcall, rawset, setfenv, loadstring, load, xpcall
 local setmetatable, getmetatable = setmetatable, getmetatable
-local sethook, getinfo = debug.sethook, debug.getinfo
+local sethook, gethook, getinfo = debug.sethook, debug.gethook, debug.getinfo
 local concat, format, find, sub = table.concat, string.format, string.find, string.sub
 local floor = math.floor
 
@@ -469,7 +469,35 @@ math_lib.random, math_lib.randomseed = api_random, api_randomseed
 backing.math = readonly(math_lib)
 backing.string = readonly(copy(string))
 backing.table = readonly(copy(table))
-backing.coroutine = readonly(copy(coroutine))
+-- debug.sethook hooks one coroutine only: a coroutine starts with the hook of the code
+-- that made it, so SCRIPT KILL and the load timeout reach a loop inside it too (Redis's
+-- hook is a C one, which every coroutine shares).
+local function with_hook(f, name)
+    if type(f) ~= "function" then
+        error("bad argument #1 to '" .. name .. "' (Lua function expected)", 3)
+    end
+    local hook, mask, count = gethook()
+    return function(...)
+        if hook then sethook(hook, mask, count) end
+        return f(...)
+    end
+end
+
+local coroutine_lib = copy(coroutine)
+local raw_create, raw_wrap = coroutine.create, coroutine.wrap
+coroutine_lib.create = function(f) return raw_create(with_hook(f, "create")) end
+coroutine_lib.wrap = function(f) return raw_wrap(with_hook(f, "wrap")) end
+-- A coroutine's error as pcall hands it back: a Python function's is the Lua value
+-- it stands for.
+local function resumed(ok, ...)
+    if ok then return true, ... end
+    local err = ...
+    if type(err) == "userdata" then err = unwrap(err) end
+    return false, err
+end
+local raw_resume = coroutine.resume
+coroutine_lib.resume = function(co, ...) return resumed(raw_resume(co, ...)) end
+backing.coroutine = readonly(coroutine_lib)
 backing.redis = readonly(redis)
 backing._G = globals
 -- ("x"):upper() reaches the string table through its metatable: show the proxy there.

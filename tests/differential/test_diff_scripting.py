@@ -120,6 +120,17 @@ SEQUENCES = {
         ev("local f, e = loadstring('x y', 'c') return {tostring(f), e}", 0),
         ev("local f, e = loadstring('return +') return {tostring(f), e}", 0),
     ],
+    "coroutines": [
+        ev("local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end) "
+           "local _, x = coroutine.resume(co, 1) local _, y = coroutine.resume(co, 10) "
+           "return {x, y, coroutine.status(co)}", 0),
+        ev("local f = coroutine.wrap(function() error('in co') end) local r = f()", 0),
+        ev("local co = coroutine.create(function() redis.call('nosuch') end) "
+           "local ok, e = coroutine.resume(co) return {tostring(ok), e}", 0),
+        ev("local f = coroutine.wrap(function() return redis.call('ping') end) return f()", 0),
+        ev("local co = coroutine.create(1)", 0), ev("local f = coroutine.wrap({})", 0),
+        ev("return type(coroutine.running())", 0),
+    ],
     "script cache": [
         ("SCRIPT", "LOAD", "return 'cached'"),
         ("SCRIPT", "EXISTS", "a77ae67de163f975b1ed8463acc72469cf24a035",

@@ -87,6 +87,19 @@ def test_a_long_function_is_busy_for_others_until_function_kill(server):
         other.request("FUNCTION", "DELETE", "spinner")
 
 
+@pytest.mark.parametrize("body", [
+    "coroutine.wrap(function() " + SPIN + " end)()",
+    "local co = coroutine.create(function() " + SPIN + " end) coroutine.resume(co) " + SPIN,
+    "coroutine.wrap(function() coroutine.wrap(function() " + SPIN + " end)() end)()"])
+def test_script_kill_reaches_a_loop_inside_a_coroutine(server, body):
+    with raw_connection(server.port) as runner, raw_connection(server.port) as admin:
+        runner.send(encode_command("EVAL", body, "0"))
+        wait_until_busy(server.port)
+        assert admin.request("SCRIPT", "KILL") == b"+OK\r\n"
+        assert runner.read_reply(timeout=5).startswith(b"-ERR Script killed by user with SCRIPT KILL...")
+        assert admin.request("PING") == b"+PONG\r\n"
+
+
 def test_a_script_that_wrote_cannot_be_killed_and_runs_to_its_end(server):
     script = ("redis.call('set', KEYS[1], 'written') local t = redis.call('time') "
               "local stop = t[1] * 1000000 + t[2] + 800000 "
