@@ -634,6 +634,11 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "Most keys client-side caching (CLIENT TRACKING) remembers; past it, keys are forgotten "
      "and their clients told to drop them. 0: no limit.", "limits"),
 
+    ("lua-memory-limit", Memory(16 * MB, LLONG_MAX), 4096 * MB, IMMUTABLE,
+     "Most memory the Lua scripting engine may hold; past it, the allocation that would "
+     "exceed it fails with a Lua 'not enough memory' error (pcall catches it), so one "
+     "script cannot take the server's memory.", "limits"),
+
     ("slowlog-log-slower-than", Integer(-1, LLONG_MAX), 10000, MUTABLE,
      "Log commands slower than this many microseconds; -1 disables, 0 logs every command.",
      "monitoring"),

@@ -205,7 +205,8 @@ class Scripts:
         self.worker = None
         self.lua = lua51.LuaRuntime(encoding=None, unpack_returned_tuples=True,
                                     register_eval=False, register_builtins=False,
-                                    attribute_filter=_no_attributes)
+                                    attribute_filter=_no_attributes,
+                                    max_memory=config["lua-memory-limit"])
         prelude = importlib.resources.files(__package__).joinpath("lua/sandbox.lua").read_bytes()
         self.engine = self.lua.execute(
             prelude, self._call, self._pcall, self._sha1hex, self._log, self._setresp,
@@ -215,6 +216,7 @@ class Scripts:
         # (a tuple for the function), and redis.call may run inside one.
         self.parse_reply = self.engine.parse
         self.error_table = self.engine.error_table
+        self.collect_garbage = self.lua.eval("collectgarbage")
 
     # --- the cache
     def cache(self, namespace):
@@ -424,6 +426,10 @@ class Scripts:
                 reply, failed, source, line, counted = (f"ERR internal scripting error: {type(e).__name__}".encode(),
                                                         True, None, None, True)
             run.post(("done", (reply, failed, source, line, counted)))
+            # Lua 5.1 collects no garbage when an allocation fails: a script that ran out
+            # of memory would leave the next ones without any.
+            if self.lua.get_memory_used() > self.config["lua-memory-limit"] // 2:
+                self.collect_garbage()
 
     # --- the redis.* functions that may raise, and the sandbox's hooks (worker thread)
     def _raise(self, text):

@@ -18,6 +18,7 @@ import threading
 import time
 
 import pytest
+import redis
 
 from conftest import ServerProcess, encode_command, parse_reply, raw_connection
 
@@ -323,3 +324,19 @@ def test_fifty_clients_vanishing_mid_upload_reclaim_every_slot(cxl_factory):
     assert int(c.info("clients")["connected_clients"]) == 1
     assert c.execute_command("DEBUG", "ARENA-CHECK") == []
     c.close()
+
+
+def test_a_script_that_wants_too_much_memory_fails_alone(cxl_factory):
+    # Stock Lua takes all it asks for: one EVAL building a huge string or table would
+    # take the server's memory. Past lua-memory-limit the allocation is a Lua error.
+    server = cxl_factory(lua_memory_limit="64mb")
+    client = server.client()
+    with pytest.raises(redis.ResponseError, match="not enough memory"):
+        client.eval("return #string.rep('x', 100 * 1024 * 1024)", 0)
+    with pytest.raises(redis.ResponseError, match="not enough memory"):
+        client.eval("local t = {} for i = 1, 1e8 do t[i] = i end return #t", 0)
+    assert client.eval("local ok, e = pcall(string.rep, 'x', 1e8) return {tostring(ok), e}", 0) == [
+        b"false", b"not enough memory"]
+    client.set("k", "v")
+    assert client.eval("return #(string.rep('x', 1024 * 1024) .. redis.call('get', 'k'))", 0) == 1024 * 1024 + 1
+    assert client.config_get("lua-memory-limit") == {"lua-memory-limit": str(64 * 1024 * 1024)}

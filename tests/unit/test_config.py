@@ -19,9 +19,11 @@ REPO = Path(__file__).resolve().parents[2]
 SHIPPED_CONF = REPO / "conf" / "cxlredis.conf"
 NAMES = {option.name for option in OPTIONS}
 # Options cxlredis shares with Redis 7.0 (the rest are ours: arena-*, audit-*,
-# metrics-*, cxl-*, large-value-threshold, tenants-file, functions-file, tenant-arena-dir).
+# metrics-*, cxl-*, large-value-threshold, tenants-file, functions-file, tenant-arena-dir,
+# lua-memory-limit).
 SHARED = [name for name in NAMES if not name.startswith(("arena-", "audit-", "metrics-", "cxl-"))
-          and name not in ("large-value-threshold", "tenants-file", "functions-file", "tenant-arena-dir")]
+          and name not in ("large-value-threshold", "tenants-file", "functions-file", "tenant-arena-dir",
+                           "lua-memory-limit")]
 # Defaults that differ from redis-server's on purpose; the oracle is started with ours.
 OUR_DEFAULTS = {"bind": "127.0.0.1 -::1", "protected-mode": "no", "maxmemory-policy": "allkeys-lru",
                 "unixsocketperm": "700"}
