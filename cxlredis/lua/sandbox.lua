@@ -467,7 +467,26 @@ end
 local math_lib = copy(math)
 math_lib.random, math_lib.randomseed = api_random, api_randomseed
 backing.math = readonly(math_lib)
-backing.string = readonly(copy(string))
+-- string.rep of an empty string loops n times in C, where no hook reaches it: a large n
+-- would keep the server busy past any SCRIPT KILL. Its result is "" whatever n is. The
+-- arguments are checked here, so that an error names the script's line as Lua's does.
+local string_lib = copy(string)
+local rep = string.rep
+string_lib.rep = function(...)
+    local s, n = ...
+    local given = select("#", ...)
+    local function refuse(i, expected, value)
+        if getinfo(2, "n").namewhat == "method" then i = i - 1 end
+        local got = given < i and "no value" or type(value)
+        error(format("bad argument #%d to 'rep' (%s expected, got %s)", i, expected, got), 3)
+    end
+    if type(s) ~= "string" and type(s) ~= "number" then refuse(1, "string", s) end
+    if tonumber(n) == nil then refuse(2, "number", n) end
+    if s == "" then return "" end
+    local repeated = rep(s, n)
+    return repeated
+end
+backing.string = readonly(string_lib)
 backing.table = readonly(copy(table))
 -- debug.sethook hooks one coroutine only: a coroutine starts with the hook of the code
 -- that made it, so SCRIPT KILL and the load timeout reach a loop inside it too (Redis's

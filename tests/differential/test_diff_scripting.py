@@ -131,6 +131,15 @@ SEQUENCES = {
         ev("local co = coroutine.create(1)", 0), ev("local f = coroutine.wrap({})", 0),
         ev("return type(coroutine.running())", 0),
     ],
+    "string.rep": [
+        # rep of "" looped n times in C, out of SCRIPT KILL's reach
+        ev("return string.rep('', 1e15)", 0), ev("return #string.rep('', 2^31 - 1)", 0),
+        ev("return ('x'):rep(3)", 0), ev("return string.rep('ab', '2')", 0), ev("return string.rep(12, 2)", 0),
+        ev("return string.rep('a', -1)", 0), ev("return string.rep('a', 2.7)", 0),
+        ev("local r = string.rep() return r", 0), ev("local r = string.rep('x') return r", 0),
+        ev("local r = string.rep({}, 2) return r", 0), ev("local r = string.rep('ab', 'x') return r", 0),
+        ev("local r = (''):rep('z') return r", 0), ev("local r = ('x'):rep() return r", 0),
+    ],
     "script cache": [
         ("SCRIPT", "LOAD", "return 'cached'"),
         ("SCRIPT", "EXISTS", "a77ae67de163f975b1ed8463acc72469cf24a035",
