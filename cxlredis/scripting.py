@@ -34,6 +34,8 @@ from .context import CallContext
 from .errors import CommandError
 from .functions import (ENGINE, NAME_ERROR, Function, Libraries, Library, parse_library, read_libraries,
                         save_libraries)
+from .lualibs import library_tables
+from .lualibs.base import ScriptError, check_int, lua_number
 
 log = logging.getLogger("cxlredis")
 
@@ -208,10 +210,12 @@ class Scripts:
                                     attribute_filter=_no_attributes,
                                     max_memory=config["lua-memory-limit"])
         prelude = importlib.resources.files(__package__).joinpath("lua/sandbox.lua").read_bytes()
+        null = self.lua.eval("newproxy(false)")       # cjson.null: a userdata of Lua's own
         self.engine = self.lua.execute(
             prelude, self._call, self._pcall, self._sha1hex, self._log, self._setresp,
             self._set_repl, self._random, self._randomseed, self._interrupted,
-            lambda: self.current.script_resp, _unwrap, version.encode(), version_number(version))
+            lambda: self.current.script_resp, _unwrap, version.encode(), version_number(version),
+            library_tables(self.lua, null), null)
         # Looked up once: lupa reads a Lua table's field wrongly while a coroutine runs
         # (a tuple for the function), and redis.call may run inside one.
         self.parse_reply = self.engine.parse
@@ -480,7 +484,7 @@ class Scripts:
     def _log(self, *args):
         if len(args) < 2:
             self._raise(b"redis.log() requires two arguments or more.")
-        level = _lua_number(args[0])
+        level = lua_number(args[0])
         if level is None:
             self._raise(b"First argument must be a number (log level).")
         if not 0 <= level <= 3:
@@ -492,7 +496,7 @@ class Scripts:
     def _setresp(self, *args):
         if len(args) != 1:
             self._raise(b"redis.setresp() requires one argument.")
-        resp = _lua_number(args[0])
+        resp = lua_number(args[0])
         if resp not in (2, 3):
             self._raise(b"RESP version must be 2 or 3.")
         self.current.script_resp = int(resp)
@@ -500,7 +504,7 @@ class Scripts:
     def _set_repl(self, *args):
         if len(args) != 1:
             self._raise(b"redis.set_repl() requires two arguments.")
-        flags = int(_lua_number(args[0]) or 0)
+        flags = int(lua_number(args[0]) or 0)
         if flags & ~3:
             self._raise(b"Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
 
@@ -511,7 +515,7 @@ class Scripts:
             return r
         if len(args) > 2:
             raise ScriptError(b"wrong number of arguments", positioned=True)
-        bounds = [_checkint(args, i, "random") for i in range(len(args))]
+        bounds = [check_int(args, i, "random") for i in range(len(args))]
         if len(bounds) == 1:
             if bounds[0] < 1:
                 raise ScriptError(b"bad argument #1 to 'random' (interval is empty)", positioned=True)
@@ -522,21 +526,11 @@ class Scripts:
         return math.floor(r * (upper - lower + 1)) + lower
 
     def _randomseed(self, *args):
-        self.rand.seed(_checkint(args, 0, "randomseed"))
+        self.rand.seed(check_int(args, 0, "randomseed"))
 
     def _interrupted(self):
         run = self.current
         return run is not None and run.kill
-
-
-class ScriptError(Exception):
-    """Raised by a redis.* function into the script: value is what Lua's error() would
-    have been given (an error table, or a message)."""
-
-    def __init__(self, value, positioned=False):
-        super().__init__(value)
-        self.value = value
-        self.positioned = positioned     # a message luaL_error would prefix with the script's line
 
 
 def _no_attributes(obj, name, is_setting):
@@ -551,28 +545,3 @@ def _unwrap(error):
     if isinstance(error, ScriptError):
         return error.value, error.positioned
     return f"internal error: {type(error).__name__}".encode(), False
-
-
-def _lua_number(value):
-    """lua_tonumber: a number, or a string that reads as one; None otherwise."""
-    if type(value) in (int, float):
-        return value
-    if type(value) is bytes:
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _checkint(args, i, name):
-    """luaL_checkint of argument i (0-based): truncated toward zero, or Lua's error."""
-    number = _lua_number(args[i]) if i < len(args) else None
-    if number is None:
-        got = "no value" if i >= len(args) else _lua_type(args[i])
-        raise ScriptError(f"bad argument #{i + 1} to '{name}' (number expected, got {got})".encode(), positioned=True)
-    return int(number)
-
-
-def _lua_type(value):
-    return {type(None): "nil", bool: "boolean"}.get(type(value), "table")

@@ -16,8 +16,11 @@
 -- The Python side's functions (scripting.Scripts): the redis.* functions that may raise
 -- are Python ones, which Lua sees as C functions, so a script's `return redis.call(...)`
 -- is no tail call and its error still names the script's line, as in Redis.
+-- Then Redis's libraries besides Lua's own (bit, struct, cjson, cmsgpack: name → table
+-- of Python functions) and cjson.null, a userdata that stands for JSON's null.
 local api_call, api_pcall, api_sha1hex, api_log, api_setresp, api_set_repl, api_random,
-      api_randomseed, interrupted, script_resp_of, unwrap, version, version_num = ...
+      api_randomseed, interrupted, script_resp_of, unwrap, version, version_num,
+      libraries, null = ...
 
 local error, type, tostring, tonumber, select, rawget, pairs, next =
       error, type, tostring, tonumber, select, rawget, pairs, next
@@ -375,7 +378,7 @@ end
 -- Python object shares stays out of its reach: a script that changed it would see other
 -- scripts' calls. The runtime's attribute filter refuses their attributes.
 local function python_object(value)
-    return type(value) == "userdata"
+    return type(value) == "userdata" and value ~= null
 end
 
 local function_names = setmetatable({}, {__mode = "k"})
@@ -518,6 +521,9 @@ local raw_resume = coroutine.resume
 coroutine_lib.resume = function(co, ...) return resumed(raw_resume(co, ...)) end
 backing.coroutine = readonly(coroutine_lib)
 backing.redis = readonly(redis)
+for name, library in pairs(libraries) do
+    backing[name] = readonly(library)
+end
 backing._G = globals
 -- ("x"):upper() reaches the string table through its metatable: show the proxy there.
 getmetatable("").__metatable = backing.string
