@@ -28,6 +28,7 @@ local raw_pcall, raw_rawset, raw_setfenv, raw_loadstring, raw_load, xpcall =
       pcall, rawset, setfenv, loadstring, load, xpcall
 local setmetatable, getmetatable = setmetatable, getmetatable
 local sethook, gethook, getinfo = debug.sethook, debug.gethook, debug.getinfo
+local raw_getmetatable, raw_setmetatable = debug.getmetatable, debug.setmetatable
 local concat, format, find, sub = table.concat, string.format, string.find, string.sub
 local floor = math.floor
 
@@ -74,19 +75,39 @@ local function lua_error_value(err, info)
     return value
 end
 
--- xpcall's handler: the error as a table, with where the script raised it.
+-- tostring without a __tostring: the hook is off once a script is over, so no code of the
+-- script may run then.
+local function raw_tostring(value)
+    local meta = raw_getmetatable(value)
+    if meta == nil or type(value) ~= "table" then return tostring(value) end
+    raw_setmetatable(value, nil)
+    local text = tostring(value)
+    raw_setmetatable(value, meta)
+    return text
+end
+
+-- xpcall's handler: the error as a new plain table, {err = message, where the script
+-- raised it}. It reads the script's error with raw access only: a metamethod of it would
+-- run with no hook, out of SCRIPT KILL's reach.
 local function on_error(err)
     sethook()        -- the script is over: a kill's line hook must not fire in here
     local info = script_frame(3)
     err = lua_error_value(err, info)
-    if type(err) ~= "table" then
-        err = {err = "ERR " .. tostring(err)}
+    local fault = {}
+    if type(err) == "table" then
+        local message = rawget(err, "err")
+        local kind = type(message)
+        fault.err = (kind == "string" or kind == "number") and tostring(message)
+                    or "ERR " .. raw_tostring(message or err)
+        fault.ignore_error_stats_update = rawget(err, "ignore_error_stats_update")
+    else
+        fault.err = "ERR " .. tostring(err)
     end
     if info ~= nil then
-        err.source = info.source
-        err.line = info.currentline
+        fault.source = info.source
+        fault.line = info.currentline
     end
-    return err
+    return fault
 end
 
 -- ---- read-only tables ------------------------------------------------------
