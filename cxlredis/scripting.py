@@ -34,7 +34,7 @@ from .context import CallContext
 from .errors import CommandError
 from .functions import (ENGINE, NAME_ERROR, Function, Libraries, Library, parse_library, read_libraries,
                         save_libraries)
-from .lualibs import library_tables
+from .lualibs import forget as forget_library_state, library_tables
 from .lualibs.base import ScriptError, check_int, lua_number
 
 log = logging.getLogger("cxlredis")
@@ -215,7 +215,7 @@ class Scripts:
             prelude, self._call, self._pcall, self._sha1hex, self._log, self._setresp,
             self._set_repl, self._random, self._randomseed, self._interrupted,
             lambda: self.current.script_resp, _unwrap, version.encode(), version_number(version),
-            library_tables(self.lua, null), null)
+            library_tables(self.lua, null, lambda: self.current.caller.tenant), null)
         # Looked up once: lupa reads a Lua table's field wrongly while a coroutine runs
         # (a tuple for the function), and redis.call may run inside one.
         self.parse_reply = self.engine.parse
@@ -245,6 +245,7 @@ class Scripts:
 
     def flush(self, namespace):
         self.caches.pop(namespace, None)
+        forget_library_state(namespace)
 
     # --- function libraries
     def libraries(self, namespace):
@@ -267,6 +268,7 @@ class Scripts:
     def forget_namespace(self, namespace):
         """A tenant is gone: its cached scripts and its libraries too."""
         self.caches.pop(namespace, None)
+        forget_library_state(namespace)
         if self.function_libraries.pop(namespace, None) is not None:
             try:
                 self.save_libraries()

@@ -214,8 +214,9 @@ local function integer_text(x)
     if x ~= x or x >= 9223372036854775807 or x < -9223372036854775808 then
         return "-9223372036854775808"
     end
-    if x < 0 then return format("%.0f", -floor(-x)) end
-    return format("%.0f", floor(x))
+    local whole = x < 0 and -floor(-x) or floor(x)
+    if whole == 0 then return "0" end        -- (long long) of -0.5 is 0, not -0
+    return format("%.0f", whole)
 end
 
 local encode
@@ -531,15 +532,22 @@ local raw_create, raw_wrap = coroutine.create, coroutine.wrap
 coroutine_lib.create = function(f) return raw_create(with_hook(f, "create")) end
 coroutine_lib.wrap = function(f) return raw_wrap(with_hook(f, "wrap")) end
 -- A coroutine's error as pcall hands it back: a Python function's is the Lua value
--- it stands for.
-local function resumed(ok, ...)
+-- it stands for, placed where the coroutine raised it.
+local function resumed(co, ok, ...)
     if ok then return true, ... end
     local err = ...
-    if type(err) == "userdata" then err = unwrap(err) end
+    if type(err) == "userdata" then
+        local level, info = 0, nil
+        repeat
+            info = getinfo(co, level, "Sl")
+            level = level + 1
+        until info == nil or info.what ~= "C"
+        err = lua_error_value(err, info)
+    end
     return false, err
 end
 local raw_resume = coroutine.resume
-coroutine_lib.resume = function(co, ...) return resumed(raw_resume(co, ...)) end
+coroutine_lib.resume = function(co, ...) return resumed(co, raw_resume(co, ...)) end
 backing.coroutine = readonly(coroutine_lib)
 backing.redis = readonly(redis)
 for name, library in pairs(libraries) do

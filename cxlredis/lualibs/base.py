@@ -86,5 +86,8 @@ def check_string(args, i, name):
 
 
 def number_text(number):
-    """A number as Lua 5.1 turns it into a string ("%.14g")."""
+    """A number as Lua 5.1 turns it into a string: glibc's "%.14g", which writes a NaN's
+    sign (0/0 is -nan on x86)."""
+    if number != number:
+        return b"-nan" if math.copysign(1.0, number) < 0 else b"nan"
     return b"%.14g" % number

@@ -69,7 +69,7 @@ def tohex(*args):
     return "".join(digits[(b >> (4 * i)) & 15] for i in range(n - 1, -1, -1)).encode()
 
 
-def functions(lua, null):
+def functions(lua, null, scope):
     return {
         "tobit": tobit, "bnot": bnot, "bswap": bswap, "tohex": tohex,
         "band": folding("band", lambda a, b: a & b),

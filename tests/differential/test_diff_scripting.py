@@ -29,6 +29,7 @@ SEQUENCES = {
         ev("return {map={a=1}}", 0), ev("return {set={a=true}}", 0),
         ev("return 1e20", 0), ev("return 0/0", 0), ev("return print", 0),
         ev("return {1, {ok='s'}, {err='e'}, false, true}", 0),
+        ev("return -0.5", 0), ev("return {-0.9, 0.9, -1.5, -0}", 0),
     ],
     "conversions redis to lua": [
         ("SET", "s", "x"), ("SET", "n", "12"), ("HSET", "h", "f", "v"),
@@ -128,6 +129,8 @@ SEQUENCES = {
         ev("local co = coroutine.create(function() redis.call('nosuch') end) "
            "local ok, e = coroutine.resume(co) return {tostring(ok), e}", 0),
         ev("local f = coroutine.wrap(function() return redis.call('ping') end) return f()", 0),
+        ev("local co = coroutine.create(function()\n local x = 1\n return math.random(0) end) "
+           "return {coroutine.resume(co)}", 0),
         ev("local co = coroutine.create(1)", 0), ev("local f = coroutine.wrap({})", 0),
         ev("return type(coroutine.running())", 0),
     ],

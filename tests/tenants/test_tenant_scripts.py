@@ -112,3 +112,17 @@ def test_a_deleted_tenant_takes_its_scripts_and_libraries_along(server, clients)
     assert dave.script_exists(sha) == [False]
     assert dave.function_list() == []
     admin.execute_command("TENANT", "DELETE", "scratch")
+
+
+def test_a_tenants_cjson_settings_are_its_own(clients):
+    # Redis keeps cjson's settings from one script to the next; here every tenant's
+    # scripts share one Lua runtime, so the settings are kept per tenant.
+    alice, bob, admin = clients["alice"], clients["bob"], clients["admin"]
+    nested = "return cjson.encode({{1}})"
+    assert alice.eval("return cjson.encode_max_depth(1)", 0) == 1
+    with pytest.raises(redis.exceptions.ResponseError, match="Cannot serialise, excessive nesting"):
+        alice.eval(nested, 0)
+    assert bob.eval(nested, 0) == b"[[1]]" and admin.eval(nested, 0) == b"[[1]]"
+    assert bob.eval("return cjson.encode_max_depth()", 0) == 1000
+    alice.script_flush()                  # a new VM in Redis: the settings start over
+    assert alice.eval(nested, 0) == b"[[1]]"
