@@ -159,42 +159,37 @@ class CJson:
         return bool(cfg.sparse_convert), cfg.sparse_ratio, cfg.sparse_safe
 
     def encode_max_depth(self, *args):
-        cfg = self.config
-        cfg.encode_max_depth = integer_option(padded(args, 1, "encode_max_depth"), 0, "encode_max_depth",
-                                              cfg.encode_max_depth, 1, INT_MAX)
-        return cfg.encode_max_depth
+        return self.integer_setting(args, "encode_max_depth", "encode_max_depth", 1, INT_MAX)
 
     def decode_max_depth(self, *args):
-        cfg = self.config
-        cfg.decode_max_depth = integer_option(padded(args, 1, "decode_max_depth"), 0, "decode_max_depth",
-                                              cfg.decode_max_depth, 1, INT_MAX)
-        return cfg.decode_max_depth
+        return self.integer_setting(args, "decode_max_depth", "decode_max_depth", 1, INT_MAX)
 
     def encode_number_precision(self, *args):
-        name = "encode_number_precision"
-        cfg = self.config
-        cfg.precision = integer_option(padded(args, 1, name), 0, name, cfg.precision, 1, 14)
-        return cfg.precision
+        return self.integer_setting(args, "encode_number_precision", "precision", 1, 14)
 
     def encode_keep_buffer(self, *args):
-        name = "encode_keep_buffer"
-        cfg = self.config
-        cfg.encode_keep_buffer = enum_option(padded(args, 1, name), 0, name, cfg.encode_keep_buffer, ON_OFF)
-        return enum_reply(cfg.encode_keep_buffer, ON_OFF)
+        return self.option_setting(args, "encode_keep_buffer", "encode_keep_buffer", ON_OFF)
 
     def encode_invalid_numbers(self, *args):
-        name = "encode_invalid_numbers"
-        cfg = self.config
-        cfg.encode_invalid_numbers = enum_option(padded(args, 1, name), 0, name, cfg.encode_invalid_numbers,
-                                                 INVALID_NUMBER_OPTIONS)
-        return enum_reply(cfg.encode_invalid_numbers, INVALID_NUMBER_OPTIONS)
+        return self.option_setting(args, "encode_invalid_numbers", "encode_invalid_numbers",
+                                   INVALID_NUMBER_OPTIONS)
 
     def decode_invalid_numbers(self, *args):
-        name = "decode_invalid_numbers"
+        return self.option_setting(args, "decode_invalid_numbers", "decode_invalid_numbers", ON_OFF)
+
+    def integer_setting(self, args, name, field, low, high):
+        """A setter of one integer setting: set it when given, hand it back."""
         cfg = self.config
-        cfg.decode_invalid_numbers = enum_option(padded(args, 1, name), 0, name, cfg.decode_invalid_numbers,
-                                                 ON_OFF)
-        return enum_reply(cfg.decode_invalid_numbers, ON_OFF)
+        value = integer_option(padded(args, 1, name), 0, name, getattr(cfg, field), low, high)
+        setattr(cfg, field, value)
+        return value
+
+    def option_setting(self, args, name, field, options):
+        """A setter of one boolean-or-option setting: set it when given, hand it back."""
+        cfg = self.config
+        value = enum_option(padded(args, 1, name), 0, name, getattr(cfg, field), options)
+        setattr(cfg, field, value)
+        return enum_reply(value, options)
 
     # ---- encoding --------------------------------------------------------------
 
