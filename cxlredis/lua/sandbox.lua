@@ -375,9 +375,9 @@ local function protected(t)
     return proxies[t] ~= nil
 end
 
-for _, name in ipairs({"setmetatable", "next", "assert", "tonumber",
+for _, name in ipairs({"setmetatable", "assert", "tonumber",
                        "rawequal", "collectgarbage", "pcall", "select",
-                       "unpack", "gcinfo", "pairs", "rawget", "ipairs", "_VERSION", "error"}) do
+                       "unpack", "gcinfo", "rawget", "ipairs", "_VERSION", "error"}) do
     backing[name] = _G[name]
 end
 
@@ -430,6 +430,27 @@ backing.xpcall = function(f, handler)
     return xpcall(f, function(err)
         return handler(lua_error_value(err, script_frame(3)))
     end)
+end
+
+-- A read-only table is an empty proxy: pairs and next walk what it stands for, as they
+-- walk Redis's read-only tables (the walk hands out values, never the table itself).
+local function table_argument(name, t, given)
+    if type(t) ~= "table" then
+        local got = given == 0 and "no value" or backing.type(t)
+        error("bad argument #1 to '" .. name .. "' (table expected, got " .. got .. ")", 3)
+    end
+    return proxies[t] or t
+end
+
+backing.next = function(...)
+    local t, key = ...
+    return next(table_argument("next", t, select("#", ...)), key)
+end
+
+backing.pairs = function(...)
+    local t = ...
+    if table_argument("pairs", t, select("#", ...)) == t then return next, t, nil end
+    return backing.next, t, nil
 end
 
 backing.rawset = function(t, k, v)

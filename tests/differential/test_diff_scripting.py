@@ -134,6 +134,14 @@ SEQUENCES = {
         ev("local co = coroutine.create(1)", 0), ev("local f = coroutine.wrap({})", 0),
         ev("return type(coroutine.running())", 0),
     ],
+    "walking the read-only tables": [
+        *[ev(f"local r = {{}} for k in pairs({lib}) do r[#r + 1] = k end table.sort(r) return r", 0)
+          for lib in ("string", "math", "table", "coroutine", "bit", "struct", "cjson", "cmsgpack")],
+        ev("local r = {} for k, v in pairs(redis.call('ping') and {a = 1}) do r[#r + 1] = k .. v end return r", 0),
+        ev("return next(math) ~= nil", 0), ev("local k, v = next({5}) return {k, v}", 0),
+        ev("local x = pairs()", 0), ev("local x = pairs(nil)", 0), ev("local x = next(1)", 0),
+        ev("local x = next({}, 'nokey')", 0), ev("return type(next)", 0),
+    ],
     "string.rep": [
         # rep of "" looped n times in C, out of SCRIPT KILL's reach
         ev("return string.rep('', 1e15)", 0), ev("return #string.rep('', 2^31 - 1)", 0),
