@@ -66,12 +66,21 @@ def check_number(args, i, name):
     return number
 
 
+def c_long(number):
+    """(long) of a double on x86-64: truncated toward zero, INT64_MIN when it does not fit
+    or is NaN."""
+    return int(number) if math.isfinite(number) and abs(number) < 2 ** 63 else -2 ** 63
+
+
+def check_integer(args, i, name):
+    """luaL_checkinteger of argument i (0-based) on x86-64."""
+    return c_long(check_number(args, i, name))
+
+
 def check_int(args, i, name):
-    """luaL_checkint of argument i (0-based) as on x86-64: the number truncated to a 64-bit
-    integer (INT64_MIN when it does not fit), then to its low 32 bits, signed."""
-    number = check_number(args, i, name)
-    whole = int(number) if math.isfinite(number) and abs(number) < 2 ** 63 else -2 ** 63
-    return (whole + 2 ** 31) % 2 ** 32 - 2 ** 31
+    """luaL_checkint of argument i (0-based) on x86-64: the 64-bit integer's low 32 bits,
+    signed."""
+    return (check_integer(args, i, name) + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
 def check_string(args, i, name):

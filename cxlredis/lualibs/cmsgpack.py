@@ -15,7 +15,7 @@ import struct
 
 from lupa.lua51 import lua_type as lua_object_type
 
-from .base import ScriptError, argument_error, check_number, check_string
+from .base import ScriptError, argument_error, check_integer, check_string
 
 STACK_SLOTS = 8000        # LUAI_MAXCSTACK
 MAX_NESTING = 16
@@ -30,13 +30,6 @@ def check_stack(used, extra, where):
     """luaL_checkstack: a C frame holding used slots wants extra more."""
     if used + extra > STACK_SLOTS:
         raise ScriptError(b"stack overflow (" + where + b")", positioned=True)
-
-
-def check_integer(args, i, name):
-    """luaL_checkinteger on x86-64: the number truncated to 64 bits (INT64_MIN when it
-    does not fit)."""
-    number = check_number(args, i, name)
-    return int(number) if math.isfinite(number) and abs(number) < 2 ** 63 else -2 ** 63
 
 
 def as_c_int(n):

@@ -15,7 +15,7 @@ It is replayed here with the C library's quirks, which scripts can observe:
 import math
 import struct
 
-from .base import ScriptError, argument_error, check_number, check_string, lua_number, lua_type
+from .base import ScriptError, argument_error, c_long, check_number, check_string, lua_number, lua_type
 
 INT_SIZE = 4
 LONG_SIZE = 8
@@ -45,14 +45,7 @@ def unsigned_word(number):
         return SIGN_BIT
     if number >= WORD:
         return 0
-    return signed_word(number) % WORD if number < 0 else int(number)
-
-
-def signed_word(number):
-    """(long) of a double on x86-64: truncated, INT64_MIN when it does not fit or is NaN."""
-    if math.isnan(number) or not -SIGN_BIT <= number < SIGN_BIT:
-        return -SIGN_BIT
-    return int(number)
+    return c_long(number) % WORD if number < 0 else int(number)
 
 
 def as_signed(word):
@@ -199,7 +192,7 @@ def start_position(args):
     number = lua_number(value)
     if number is None:
         raise argument_error(2, "unpack", f"number expected, got {lua_type(value)}")
-    position = signed_word(number) % WORD
+    position = c_long(number) % WORD
     if position == 0:
         raise argument_error(2, "unpack", "offset must be 1 or greater")
     return position - 1
