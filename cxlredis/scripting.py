@@ -35,7 +35,7 @@ from .errors import CommandError
 from .functions import (ENGINE, NAME_ERROR, Function, Libraries, Library, parse_library, read_libraries,
                         save_libraries)
 from .lualibs import forget as forget_library_state, library_tables
-from .lualibs.base import ScriptError, check_int, lua_number
+from .lualibs.base import ScriptError, check_int, lua_number, number_text
 
 log = logging.getLogger("cxlredis")
 
@@ -480,7 +480,7 @@ class Scripts:
             self._raise(b"wrong number of arguments")
         value = args[0]
         if type(value) in (int, float):
-            value = b"%.14g" % value
+            value = number_text(value)
         return sha1hex(value if type(value) is bytes else b"")
 
     def _log(self, *args):
@@ -491,7 +491,7 @@ class Scripts:
             self._raise(b"First argument must be a number (log level).")
         if not 0 <= level <= 3:
             self._raise(b"Invalid debug level.")
-        parts = [part if type(part) is bytes else b"%.14g" % part
+        parts = [part if type(part) is bytes else number_text(part)
                  for part in args[1:] if type(part) in (bytes, int, float)]
         log.log(LOG_LEVELS[int(level)], "%s", b" ".join(parts).decode("utf-8", "replace"))
 

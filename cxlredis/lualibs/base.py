@@ -77,10 +77,14 @@ def check_integer(args, i, name):
     return c_long(check_number(args, i, name))
 
 
+def c_int(whole):
+    """(int) of a 64-bit integer: its low 32 bits, signed."""
+    return (whole + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+
 def check_int(args, i, name):
-    """luaL_checkint of argument i (0-based) on x86-64: the 64-bit integer's low 32 bits,
-    signed."""
-    return (check_integer(args, i, name) + 2 ** 31) % 2 ** 32 - 2 ** 31
+    """luaL_checkint of argument i (0-based) on x86-64."""
+    return c_int(check_integer(args, i, name))
 
 
 def check_string(args, i, name):

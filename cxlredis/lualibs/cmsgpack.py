@@ -15,7 +15,7 @@ import struct
 
 from lupa.lua51 import lua_type as lua_object_type
 
-from .base import ScriptError, argument_error, check_integer, check_string
+from .base import ScriptError, argument_error, c_int, check_integer, check_string
 
 STACK_SLOTS = 8000        # LUAI_MAXCSTACK
 MAX_NESTING = 16
@@ -30,11 +30,6 @@ def check_stack(used, extra, where):
     """luaL_checkstack: a C frame holding used slots wants extra more."""
     if used + extra > STACK_SLOTS:
         raise ScriptError(b"stack overflow (" + where + b")", positioned=True)
-
-
-def as_c_int(n):
-    """A 64-bit integer cast to C's int, as the error messages print it."""
-    return (n + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
 # --- packing
@@ -246,10 +241,10 @@ def unpack_values(lua, args, name, limit, offset, used):
     if offset < 0 or limit < 0:
         # The C message prints the input's length as the limit.
         raise ScriptError(b"Invalid request to unpack with offset of %d and limit of %d."
-                          % (as_c_int(offset), as_c_int(len(data))), positioned=True)
+                          % (c_int(offset), c_int(len(data))), positioned=True)
     if offset > len(data):
         raise ScriptError(b"Start offset %d greater than input length %d."
-                          % (as_c_int(offset), as_c_int(len(data))), positioned=True)
+                          % (c_int(offset), c_int(len(data))), positioned=True)
     decode_all = not limit and not offset
     pos, values = offset, []
     while pos < len(data) and (decode_all or len(values) < limit):

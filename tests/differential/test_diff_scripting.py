@@ -86,6 +86,7 @@ SEQUENCES = {
         ev("return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}", 0),
         ev("return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_REPLICA, redis.REPL_ALL}", 0),
         ev("return redis.sha1hex('')", 0), ev("return redis.sha1hex(12)", 0),
+        ev("return {redis.sha1hex(0/0), redis.sha1hex(-(0/0)), redis.sha1hex(1/0), redis.sha1hex(0.1)}", 0),
         ev("math.randomseed(0) return math.random() * 1000000", 0), ev("return {math.random(10), math.random(5, 9)}", 0),
         ev("math.randomseed(7) return math.random(1000)", 0),
         ev("return ('x'):rep(3)", 0), ev("return string.format('%d-%s', 5, 'a')", 0),
