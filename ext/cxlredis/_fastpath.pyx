@@ -20,13 +20,18 @@ here, and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); eve
 key goes to the general path for its redirect. While some client tracks keys
 (CLIENT TRACKING), the keys the commands changed are listed for the caller, which
 tells the trackers before the replies go out.
+
+Per command it builds nothing: a command whose whole text has arrived is read where it
+lies in the input buffer (RequestParser.peek_command), and one clock read ends one
+command's time and starts the next's.
 """
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.stdint cimport int64_t
 
-from cxlredis._resp cimport ReplyWriter, RequestParser
+from cxlredis._resp cimport ArgSpan, ReplyWriter, RequestParser
 from cxlredis._store cimport (Arena, Keyspace, delete_key, expire_key, get_string, hash_get, hash_set,
                               incr_string, key_exists, key_ttl_ms, mget_string, set_string, string_fits,
                               under_maxmemory)
@@ -39,6 +44,10 @@ cx_crc16_init()
 
 cdef extern from "string2ll.h":
     bint cx_string2ll(const char *s, size_t n, long long *out) noexcept nogil
+
+cdef enum:
+    # commands of up to this many arguments are read where they lie in the input buffer
+    PEEKED_ARGS = 32
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -72,85 +81,89 @@ cdef inline int64_t monotonic_ns() noexcept nogil:
     return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
 
 
-cdef inline bint is_name(object arg, const char *upper, const char *lower, int n) noexcept:
+cdef inline bint is_name(const ArgSpan *arg, const char *upper, const char *lower, int n) noexcept:
     """arg spells the n-letter command name in any case."""
-    cdef const char *s
     cdef int i
-    if type(arg) is not bytes or PyBytes_GET_SIZE(arg) != n:
+    if arg.len != n:
         return False
-    s = PyBytes_AS_STRING(arg)
     for i in range(n):
-        if s[i] != upper[i] and s[i] != lower[i]:
+        if arg.ptr[i] != upper[i] and arg.ptr[i] != lower[i]:
             return False
     return True
 
 
-cdef inline bint all_bytes(list argv, Py_ssize_t first) noexcept:
-    """Every argument from `first` on arrived as bytes (not in an arena slot)."""
-    cdef Py_ssize_t i
-    for i in range(first, PyList_GET_SIZE(argv)):
-        if type(<object>PyList_GET_ITEM(argv, i)) is not bytes:
-            return False
-    return True
-
-
-cdef inline int op_of(list argv) noexcept:
-    cdef Py_ssize_t argc = PyList_GET_SIZE(argv)
-    cdef object name = <object>PyList_GET_ITEM(argv, 0)
-    cdef int op = NOT_FAST
+cdef inline int op_of(const ArgSpan *args, Py_ssize_t argc) noexcept:
+    cdef const ArgSpan *name = &args[0]
     if argc == 2 and is_name(name, b"GET", b"get", 3):
-        op = FAST_GET
-    elif argc == 3 and is_name(name, b"SET", b"set", 3):
-        op = FAST_SET
-    elif argc >= 2 and is_name(name, b"EXISTS", b"exists", 6):
-        op = FAST_EXISTS
-    elif argc >= 2 and is_name(name, b"DEL", b"del", 3):
-        op = FAST_DEL
-    elif argc == 2 and is_name(name, b"TTL", b"ttl", 3):
-        op = FAST_TTL
-    elif argc == 2 and is_name(name, b"PTTL", b"pttl", 4):
-        op = FAST_PTTL
-    elif argc >= 2 and is_name(name, b"MGET", b"mget", 4):
-        op = FAST_MGET
-    elif argc == 2 and is_name(name, b"INCR", b"incr", 4):
-        op = FAST_INCR
-    elif argc == 2 and is_name(name, b"DECR", b"decr", 4):
-        op = FAST_DECR
-    elif argc == 3 and is_name(name, b"INCRBY", b"incrby", 6):
-        op = FAST_INCRBY
-    elif argc == 3 and is_name(name, b"DECRBY", b"decrby", 6):
-        op = FAST_DECRBY
-    elif argc == 3 and is_name(name, b"EXPIRE", b"expire", 6):
-        op = FAST_EXPIRE
-    elif argc == 3 and is_name(name, b"HGET", b"hget", 4):
-        op = FAST_HGET
-    elif argc == 4 and is_name(name, b"HSET", b"hset", 4):
-        op = FAST_HSET
-    return op if op != NOT_FAST and all_bytes(argv, 1) else NOT_FAST
+        return FAST_GET
+    if argc == 3 and is_name(name, b"SET", b"set", 3):
+        return FAST_SET
+    if argc >= 2 and is_name(name, b"EXISTS", b"exists", 6):
+        return FAST_EXISTS
+    if argc >= 2 and is_name(name, b"DEL", b"del", 3):
+        return FAST_DEL
+    if argc == 2 and is_name(name, b"TTL", b"ttl", 3):
+        return FAST_TTL
+    if argc == 2 and is_name(name, b"PTTL", b"pttl", 4):
+        return FAST_PTTL
+    if argc >= 2 and is_name(name, b"MGET", b"mget", 4):
+        return FAST_MGET
+    if argc == 2 and is_name(name, b"INCR", b"incr", 4):
+        return FAST_INCR
+    if argc == 2 and is_name(name, b"DECR", b"decr", 4):
+        return FAST_DECR
+    if argc == 3 and is_name(name, b"INCRBY", b"incrby", 6):
+        return FAST_INCRBY
+    if argc == 3 and is_name(name, b"DECRBY", b"decrby", 6):
+        return FAST_DECRBY
+    if argc == 3 and is_name(name, b"EXPIRE", b"expire", 6):
+        return FAST_EXPIRE
+    if argc == 3 and is_name(name, b"HGET", b"hget", 4):
+        return FAST_HGET
+    if argc == 4 and is_name(name, b"HSET", b"hset", 4):
+        return FAST_HSET
+    return NOT_FAST
 
 
-cdef inline const char *arg_at(list argv, Py_ssize_t i, Py_ssize_t *n) noexcept:
-    """The bytes of argv[i] (bytes) and, in n, their length."""
-    cdef object arg = <object>PyList_GET_ITEM(argv, i)
-    n[0] = PyBytes_GET_SIZE(arg)
-    return PyBytes_AS_STRING(arg)
+cdef inline bytes span_bytes(const ArgSpan *arg):
+    return PyBytes_FromStringAndSize(arg.ptr, arg.len)
 
 
-cdef inline bint int_arg(list argv, Py_ssize_t i, long long *out) noexcept:
-    """argv[i] (bytes) is an integer as Redis reads one."""
-    cdef Py_ssize_t n
-    cdef const char *text = arg_at(argv, i, &n)
-    return cx_string2ll(text, n, out)
+cdef list span_list(const ArgSpan *args, Py_ssize_t argc):
+    return [span_bytes(&args[i]) for i in range(argc)]
 
 
-cdef int mget_fits(Keyspace store, int db, list argv, Py_ssize_t max_len) except -1:
+cdef ArgSpan *spans_of(list argv, ArgSpan *room, ArgSpan **grown) except? NULL:
+    """argv's arguments as spans (in room, or *grown when more than PEEKED_ARGS), or NULL
+    when one of them arrived in an arena slot rather than as bytes."""
+    cdef Py_ssize_t i, argc = PyList_GET_SIZE(argv)
+    cdef ArgSpan *args = room
+    cdef object arg
+    if argc > PEEKED_ARGS:
+        args = <ArgSpan *>PyMem_Realloc(grown[0], argc * sizeof(ArgSpan))
+        if args == NULL:
+            raise MemoryError()
+        grown[0] = args
+    for i in range(argc):
+        arg = <object>PyList_GET_ITEM(argv, i)
+        if type(arg) is not bytes:
+            return NULL
+        args[i].ptr = PyBytes_AS_STRING(arg)
+        args[i].len = PyBytes_GET_SIZE(arg)
+    return args
+
+
+cdef inline bint int_arg(const ArgSpan *arg, long long *out) noexcept:
+    """arg is an integer as Redis reads one."""
+    return cx_string2ll(arg.ptr, arg.len, out)
+
+
+cdef int mget_fits(Keyspace store, int db, const ArgSpan *args, Py_ssize_t argc, Py_ssize_t max_len) except -1:
     """No key of the MGET holds a string at or above max_len (sent by reference, which
     the general path does)."""
     cdef Py_ssize_t i
-    cdef object key
-    for i in range(1, PyList_GET_SIZE(argv)):
-        key = <object>PyList_GET_ITEM(argv, i)
-        if not string_fits(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), max_len):
+    for i in range(1, argc):
+        if not string_fits(store, db, args[i].ptr, args[i].len, max_len):
             return False
     return True
 
@@ -178,156 +191,173 @@ cdef class Counters:
             self.calls[op] = self.usec[op] = 0
 
 
+cdef bint served_here(const ArgSpan *args, Py_ssize_t argc, int op, const unsigned char[::1] serve_here):
+    """Cluster mode: the command's key is of a slot the node serves as it is; EXISTS, DEL
+    and MGET of several keys are left to the general path (they may be a CROSSSLOT)."""
+    if argc > 2 and (op == FAST_EXISTS or op == FAST_DEL or op == FAST_MGET):
+        return False
+    return serve_here[cx_key_slot(<const unsigned char *>args[1].ptr, args[1].len)] != 0
+
+
+cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Keyspace store, int db,
+             list changed) except -2:
+    """Run one fast command and queue its reply: 1, or 0 when the general path must run it
+    instead (WRONGTYPE, not an integer, an overflow, a value sent by reference, a key too
+    big for MGET's copy), with nothing done. Raises OutOfMemory (or for a tenant dropped
+    meanwhile) with nothing done either."""
+    cdef const ArgSpan *key = &args[1]
+    cdef int found = 0
+    cdef Py_ssize_t i, value_len
+    cdef long long count = 0, delta
+    cdef const char *value
+    if op == FAST_GET or op == FAST_HGET:
+        if op == FAST_GET:
+            found = get_string(store, db, key.ptr, key.len, reply._threshold.nbytes, &value, &value_len)
+        else:
+            found = hash_get(store, db, key.ptr, key.len, args[2].ptr, args[2].len,
+                             reply._threshold.nbytes, &value, &value_len)
+        if found < 0:
+            return 0
+        if found:
+            reply._copied_bulk(value, value_len)
+        else:
+            reply._null()
+        return 1
+    if op == FAST_SET:
+        set_string(store, db, key.ptr, key.len, args[2].ptr, args[2].len)
+        if changed is not None:
+            changed.append(span_bytes(key))
+        reply._put(b"+OK\r\n", 5)
+        return 1
+    if op == FAST_MGET:
+        if not mget_fits(store, db, args, argc, reply._threshold.nbytes):
+            return 0
+        # mget_fits reached every key's keyspace, so once the reply has begun nothing
+        # below raises (short of MemoryError)
+        reply._header(b'*', argc - 1)
+        for i in range(1, argc):
+            if mget_string(store, db, args[i].ptr, args[i].len, &value, &value_len):
+                reply._copied_bulk(value, value_len)
+            else:
+                reply._null()
+        return 1
+    if op == FAST_TTL or op == FAST_PTTL:
+        count = key_ttl_ms(store, db, key.ptr, key.len)
+        if op == FAST_TTL and count > 0:
+            count = (count + 500) // 1000
+    elif op == FAST_EXISTS:
+        for i in range(1, argc):
+            count += key_exists(store, db, args[i].ptr, args[i].len)
+    elif op == FAST_DEL:
+        for i in range(1, argc):
+            if delete_key(store, db, args[i].ptr, args[i].len):
+                count += 1
+                if changed is not None:
+                    changed.append(span_bytes(&args[i]))
+    elif op == FAST_EXPIRE:
+        # seconds whose milliseconds overflow are the general path's error
+        if not int_arg(&args[2], &delta) or not -(LLONG_MAX // 1000) <= delta <= LLONG_MAX // 1000:
+            return 0
+        found = count = expire_key(store, db, key.ptr, key.len, delta * 1000)
+        if found < 0:
+            return 0
+        if count and changed is not None:
+            changed.append(span_bytes(key))
+    elif op == FAST_HSET:
+        found = count = hash_set(store, db, key.ptr, key.len, args[2].ptr, args[2].len, args[3].ptr,
+                                 args[3].len)
+        if found < 0:
+            return 0
+        if changed is not None:
+            changed.append(span_bytes(key))
+    else:                               # INCR, DECR, INCRBY, DECRBY
+        delta = 1 if op == FAST_INCR else -1
+        if op == FAST_INCRBY or op == FAST_DECRBY:
+            # DECRBY of the least integer is the general path's error: its negation overflows
+            if not int_arg(&args[2], &delta) or op == FAST_DECRBY and delta == LLONG_MIN:
+                return 0
+            if op == FAST_DECRBY:
+                delta = -delta
+        if incr_string(store, db, key.ptr, key.len, delta, &count) < 0:
+            return 0
+        if changed is not None:
+            changed.append(span_bytes(key))
+    reply._header(b':', count)
+    return 1
+
+
 def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
           Counters counters, long long watch_from_us, Py_ssize_t output_budget,
           const unsigned char[::1] serve_here=None, list changed=None):
     """Run the fast commands (the module's docstring) at the head of the parser's input.
 
-    Stops at the first other command (handed back to the parser, so next_command()
-    gives it), at the end of the input, on a parse error (next_command() raises it
-    again), when the arena is over maxmemory (the general path evicts), and after a
-    command that took watch_from_us or longer (counters.observed, for the caller to
-    show to SLOWLOG, LATENCY and MONITOR), and once the pending replies reach
-    output_budget (if not 0: the caller applies client-output-buffer-limit). Returns
-    how many commands ran. serve_here (cluster mode): a byte per slot, set where the
-    node serves the slot's keys without a redirect. changed, if given, gets every key a
-    command changed (as Redis's signalModifiedKey would be told of it).
+    Stops at the first other command (left to the parser, so next_command() gives it),
+    at the end of the input, on a parse error (next_command() raises it again), when the
+    arena is over maxmemory (the general path evicts), and after a command that took
+    watch_from_us or longer (counters.observed, for the caller to show to SLOWLOG,
+    LATENCY and MONITOR), and once the pending replies reach output_budget (if not 0:
+    the caller applies client-output-buffer-limit). Returns how many commands ran.
+    serve_here (cluster mode): a byte per slot, set where the node serves the slot's keys
+    without a redirect. changed, if given, gets every key a command changed (as Redis's
+    signalModifiedKey would be told of it).
+
+    A command whose whole text is in the buffer is read there in place (peek_command);
+    others (split across reads, inline, many arguments) come from next_command().
     """
-    cdef int op, bucket, found = 0
-    cdef int ran = 0
-    cdef Py_ssize_t i, argc
-    cdef long long count = 0, delta
-    cdef bint fits
+    cdef ArgSpan room[PEEKED_ARGS]
+    cdef ArgSpan *grown = NULL
+    cdef ArgSpan *args
+    cdef Py_ssize_t argc
     cdef list argv
-    cdef object key
-    cdef const char *value
-    cdef const char *field
-    cdef const char *data
-    cdef Py_ssize_t value_len, field_len
-    cdef int64_t start, elapsed_us
-    while True:
-        try:
-            argv = parser.next_command()
-        except Exception:
-            break
-        if argv is None:
-            break
-        op = op_of(argv)
-        if op == NOT_FAST or not under_maxmemory(arena):
-            parser.hand_back(argv)
-            break
-        argc = PyList_GET_SIZE(argv)
-        key = <object>PyList_GET_ITEM(argv, 1)
-        if serve_here is not None and (argc > 2 and (op == FAST_EXISTS or op == FAST_DEL or op == FAST_MGET)
-                                       or not serve_here[
-                cx_key_slot(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))]):
-            parser.hand_back(argv)
-            break
-        if op == FAST_MGET:
-            try:
-                fits = mget_fits(store, db, argv, reply._threshold.nbytes)
-            except Exception:
-                fits = False        # (a tenant dropped meanwhile) the general path answers
-            if not fits:
-                parser.hand_back(argv)
+    cdef int op, bucket, done, ran = 0
+    cdef int64_t began = monotonic_ns(), ended, elapsed_us
+    try:
+        while True:
+            argv = None
+            args = room
+            argc = parser.peek_command(room, PEEKED_ARGS)
+            if argc == 0:
+                try:
+                    argv = parser.next_command()
+                except Exception:
+                    break
+                if argv is None:
+                    break
+                argc = PyList_GET_SIZE(argv)
+                args = spans_of(argv, room, &grown)
+            op = NOT_FAST if args == NULL else op_of(args, argc)
+            done = 0
+            if (op != NOT_FAST and under_maxmemory(arena)
+                    and (serve_here is None or served_here(args, argc, op, serve_here))):
+                try:
+                    done = run(op, args, argc, reply, store, db, changed)
+                except Exception:
+                    # OutOfMemory (or a tenant dropped meanwhile): nothing was done, and the
+                    # general path runs the command again to answer and count the error
+                    done = 0
+            if not done:
+                if argv is not None:
+                    parser.hand_back(argv)
                 break
-        start = monotonic_ns()
-        found = 0
-        try:
-            if op == FAST_GET:
-                found = get_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                                   reply._threshold.nbytes, &value, &value_len)
-            elif op == FAST_SET:
-                set_string(store, db, key, <object>PyList_GET_ITEM(argv, 2))
-            elif op == FAST_MGET:
-                # mget_fits reached every key's keyspace, so once the reply has begun
-                # nothing below raises (short of MemoryError)
-                reply._header(b'*', argc - 1)
-                for i in range(1, argc):
-                    key = <object>PyList_GET_ITEM(argv, i)
-                    if mget_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                                   &value, &value_len):
-                        reply._copied_bulk(value, value_len)
-                    else:
-                        reply._null()
-            elif op == FAST_TTL or op == FAST_PTTL:
-                count = key_ttl_ms(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
-                if op == FAST_TTL and count > 0:
-                    count = (count + 500) // 1000
-            elif op == FAST_EXISTS or op == FAST_DEL:
-                count = 0
-                for i in range(1, argc):
-                    key = <object>PyList_GET_ITEM(argv, i)
-                    if op == FAST_EXISTS:
-                        count += key_exists(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
-                    elif delete_key(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)):
-                        count += 1
-                        if changed is not None:
-                            changed.append(key)
-            elif op == FAST_EXPIRE:
-                # seconds whose milliseconds overflow are the general path's error
-                if not int_arg(argv, 2, &delta) or not -(LLONG_MAX // 1000) <= delta <= LLONG_MAX // 1000:
-                    found = -1
-                else:
-                    found = count = expire_key(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                                               delta * 1000)
-            elif op == FAST_HGET:
-                field = arg_at(argv, 2, &field_len)
-                found = hash_get(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), field,
-                                 field_len, reply._threshold.nbytes, &value, &value_len)
-            elif op == FAST_HSET:
-                field = arg_at(argv, 2, &field_len)
-                data = arg_at(argv, 3, &value_len)
-                found = count = hash_set(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                                         field, field_len, data, value_len)
-            else:                       # INCR, DECR, INCRBY, DECRBY
-                delta = 1 if op == FAST_INCR else -1
-                if op == FAST_INCRBY or op == FAST_DECRBY:
-                    # DECRBY of the least integer is the general path's error: its negation overflows
-                    if not int_arg(argv, 2, &delta) or op == FAST_DECRBY and delta == LLONG_MIN:
-                        found = -1
-                    elif op == FAST_DECRBY:
-                        delta = -delta
-                if found == 0:
-                    found = incr_string(store, db, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), delta,
-                                        &count)
-        except Exception:
-            # OutOfMemory (or a tenant dropped meanwhile): nothing was done, and the
-            # general path runs the command again to answer and count the error.
-            parser.hand_back(argv)
-            break
-        if found < 0:
-            # WRONGTYPE, not an integer, an overflow or a value sent by reference: nothing
-            # was done, and the general path runs the command
-            parser.hand_back(argv)
-            break
-        if changed is not None and (op == FAST_SET or op == FAST_HSET or op == FAST_INCR or op == FAST_DECR
-                                    or op == FAST_INCRBY or op == FAST_DECRBY or op == FAST_EXPIRE and count):
-            changed.append(key)
-        if op == FAST_SET:
-            reply._put(b"+OK\r\n", 5)
-        elif op == FAST_MGET:
-            pass                        # replied key by key
-        elif op == FAST_GET or op == FAST_HGET:
-            if found:
-                reply._copied_bulk(value, value_len)
-            else:
-                reply._null()
-        else:
-            reply._header(b':', count)
-        elapsed_us = (monotonic_ns() - start) // 1000
-        bucket = 0
-        while bucket < LATENCY_BUCKETS - 1 and (elapsed_us >> bucket):
-            bucket += 1
-        counters.calls[op] += 1
-        counters.usec[op] += elapsed_us
-        counters.buckets[op][bucket] += 1
-        counters.last = op
-        ran += 1
-        if elapsed_us >= watch_from_us:
-            counters.observed = argv
-            counters.observed_us = elapsed_us
-            break
-        if output_budget and reply._len + reply._large_bytes >= output_budget:
-            break
+            if argv is None:
+                parser.consume_peeked()
+            ended = monotonic_ns()
+            elapsed_us = (ended - began) // 1000
+            began = ended
+            bucket = 0
+            while bucket < LATENCY_BUCKETS - 1 and (elapsed_us >> bucket):
+                bucket += 1
+            counters.calls[op] += 1
+            counters.usec[op] += elapsed_us
+            counters.buckets[op][bucket] += 1
+            counters.last = op
+            ran += 1
+            if elapsed_us >= watch_from_us:
+                counters.observed = argv if argv is not None else span_list(args, argc)
+                counters.observed_us = elapsed_us
+                break
+            if output_budget and reply._len + reply._large_bytes >= output_budget:
+                break
+    finally:
+        PyMem_Free(grown)
     return ran

@@ -2,6 +2,12 @@
 from cpython.buffer cimport Py_buffer
 
 
+cdef struct ArgSpan:
+    # one argument of a command the fast path reads in place (RequestParser.peek_command)
+    const char *ptr
+    Py_ssize_t len
+
+
 cdef class LargeValueThreshold:
     cdef Py_ssize_t nbytes          # read live by every parser, writer and the fast path
 
@@ -25,6 +31,7 @@ cdef class RequestParser:
     cdef long long _bulk_len        # length of the small bulk being received, -1 = header expected
     cdef Py_ssize_t _skip           # bytes to drop before parsing (the CRLF after a large argument)
     cdef list _handed_back          # a complete command the fast path did not run: next_command() gives it first
+    cdef Py_ssize_t _peeked_end     # where the command peek_command() read ends
 
     # Large argument received into a caller-supplied target
     cdef Py_ssize_t _target_len     # 0 = none
@@ -51,6 +58,11 @@ cdef class RequestParser:
     cdef void _release_target(self) noexcept
     cpdef object next_command(self)
     cdef int hand_back(self, list argv) except -1
+    cdef Py_ssize_t peek_command(self, ArgSpan *args, Py_ssize_t max_args) noexcept
+    cdef void consume_peeked(self) noexcept
+    cdef bint _peekable(self) noexcept
+    cdef const char *_peek_at(self, const char *p, ArgSpan *args, Py_ssize_t max_args,
+                              Py_ssize_t *argc) noexcept
     cdef int _fail(self, str message) except -1
     cdef Py_ssize_t _find_line(self, char terminator) noexcept
     cdef object _advance(self)

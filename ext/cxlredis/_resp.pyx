@@ -165,6 +165,20 @@ cdef list _split_inline(const char *line, Py_ssize_t n):
         argv.append(PyBytes_FromStringAndSize(out, length))
 
 
+cdef inline const char *_count_line(const char *p, const char *end, long long *out) noexcept:
+    """A count as peek_command accepts one: 1 to 18 digits, no leading zero but in "0",
+    then CRLF; where the line ends, or NULL (next_command() reads it instead)."""
+    cdef long long value = 0
+    cdef const char *first = p
+    while p < end and c'0' <= p[0] <= c'9' and p - first < 18:
+        value = value * 10 + (p[0] - c'0')
+        p += 1
+    if p == first or (first[0] == c'0' and p - first > 1) or end - p < 2 or p[0] != c'\r' or p[1] != c'\n':
+        return NULL
+    out[0] = value
+    return p + 2
+
+
 def receive_buffer(Py_ssize_t n):
     """A bytearray of n bytes for a large argument to be received into. Its memory is
     not initialised, so no page is touched (and counted in RSS) before its bytes
@@ -483,6 +497,56 @@ cdef class RequestParser:
         """Return a command next_command() gave out: the next call gives it again."""
         self._handed_back = argv
         return 0
+
+    cdef Py_ssize_t peek_command(self, ArgSpan *args, Py_ssize_t max_args) noexcept:
+        """The arguments of the next command where they lie in the buffer, for the fast
+        path to run it without building them: their count, or 0 where next_command()
+        must read it instead (anything but a whole multibulk command of 1 to max_args
+        small arguments, its counts in plain digits). consume_peeked() moves past it;
+        the spans hold until the next read into the buffer."""
+        cdef Py_ssize_t argc
+        cdef const char *end
+        if not self._peekable():
+            return 0
+        end = self._peek_at(self._data + self._start, args, max_args, &argc)
+        if end == NULL:
+            return 0
+        self._peeked_end = end - self._data
+        return argc
+
+    cdef bint _peekable(self) noexcept:
+        return not (self._handed_back is not None or self._error_class is not None or self._closed
+                    or not self._authenticated or self._args is not None or self._target_len
+                    or self._skip or self._blocked)
+
+    cdef const char *_peek_at(self, const char *p, ArgSpan *args, Py_ssize_t max_args,
+                              Py_ssize_t *argc) noexcept:
+        """Read the whole command at p as peek_command() does: where it ends (its count of
+        arguments in argc, they in args), or NULL."""
+        cdef const char *end = self._data + self._end
+        cdef long long count, n
+        cdef Py_ssize_t i
+        if p == end or p[0] != b'*':
+            return NULL
+        p = _count_line(p + 1, end, &count)
+        if p == NULL or count < 1 or count > max_args:
+            return NULL
+        for i in range(count):
+            if p == end or p[0] != b'$':
+                return NULL
+            p = _count_line(p + 1, end, &n)
+            if p == NULL or n >= self._threshold.nbytes or n > self._max_bulk or end - p < n + 2:
+                return NULL
+            args[i].ptr = p
+            args[i].len = n
+            p += n + 2              # the CRLF is skipped unchecked, as _advance does
+        argc[0] = count
+        return p
+
+    cdef void consume_peeked(self) noexcept:
+        """Move past the command peek_command() read."""
+        self._start = self._peeked_end
+        self._scanned = 0
 
     cdef int _fail(self, str message) except -1:
         self._error_class = ProtocolError

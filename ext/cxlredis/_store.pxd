@@ -51,7 +51,8 @@ cdef class Namespace(Keyspace):
 # counters and commits as the Python-level methods, without a Python call.
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
                     const char **value, Py_ssize_t *value_len) except -2
-cdef int set_string(Keyspace ks, int db, object key, object value) except -1
+cdef int set_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *value,
+                    Py_ssize_t value_len) except -1
 # MGET's check and lookup of one key; EXISTS, TTL/PTTL and DEL of one key, likewise
 cdef int string_fits(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len) except -1
 cdef int mget_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len,

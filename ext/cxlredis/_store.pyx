@@ -833,29 +833,24 @@ cdef int delete_key(Keyspace ks, int db, const char *key, Py_ssize_t key_len) ex
     return 1
 
 
-cdef int set_string(Keyspace ks, int db, object key, object value) except -1:
-    """SET key value without options (Keyspace.set); raises OutOfMemory as it does, but
-    leaves the refusal for the general path to count."""
-    cdef Arena a = ks_arena(ks)
-    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
-    cdef Buf k, v
-    key_open(&k, key)
-    try:
-        buf_open(&v, value)
-        try:
-            put(a, ks.tenant, pdb, &k, &v, -1, STRING_TYPE, False, False)
-        finally:
-            buf_close(&v)
-    finally:
-        buf_close(&k)
-    return 0
-
-
 cdef inline void plain_buf(Buf *b, const char *data, Py_ssize_t n) noexcept:
     """b over bytes the caller keeps (nothing to release)."""
     b.ptr = <const uint8_t *>data
     b.len = n
     b.owned = False
+
+
+cdef int set_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *value,
+                    Py_ssize_t value_len) except -1:
+    """SET key value without options (Keyspace.set); raises OutOfMemory as it does, but
+    leaves the refusal for the general path to count."""
+    cdef Arena a = ks_arena(ks)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    cdef Buf k, v
+    plain_buf(&k, key, key_len)
+    plain_buf(&v, value, value_len)
+    put(a, ks.tenant, pdb, &k, &v, -1, STRING_TYPE, False, False)
+    return 0
 
 
 cdef inline uint64_t write_lookup(Arena a, Keyspace ks, unsigned pdb, const char *key,

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ReplyTimeout, encode_command, raw_connection
+from conftest import ConnectionClosed, ReplyTimeout, encode_command, raw_connection
 
 pytestmark = pytest.mark.usefixtures("flushed")
 
@@ -279,3 +279,52 @@ def test_expired_hashes_and_counters_start_again(flushed):
     run_on_both(flushed, [("HGET", "h", "f"), ("HSET", "h", "g", "new"), ("HGETALL", "h"), ("TTL", "h"),
                           ("INCR", "n"), ("TTL", "n"), ("EXPIRE", "e", "10"), ("EXISTS", "e")],
                 fields_compared=("keyspace_hits", "keyspace_misses"))
+
+
+def _get(key):
+    return encode_command("GET", key)
+
+
+# Input the fast path reads in place (whole multibulk commands, counts in plain digits)
+# next to input it must leave to the general parser, in one write: the replies, and
+# where a protocol error closes the connection, must be Redis's.
+RAW_PIPELINES = {
+    "a count with a leading zero": _get("a") + b"*2\r\n$3\r\nGET\r\n$01\r\na\r\n" + _get("a"),
+    "an argument count with a leading zero": _get("a") + b"*02\r\n$3\r\nGET\r\n$1\r\na\r\n",
+    "a count with a plus sign": _get("a") + b"*2\r\n$3\r\nGET\r\n$+1\r\na\r\n",
+    "a count of 19 digits": _get("a") + b"*2\r\n$3\r\nGET\r\n$0000000000000000001\r\na\r\n",
+    "a length too big for any buffer": _get("a") + b"*2\r\n$3\r\nGET\r\n$99999999999999999\r\na\r\n",
+    "a NUL in a count": _get("a") + b"*2\r\n$3\r\nGET\r\n$1\x00\r\na\r\n" + _get("a"),
+    "the CRLF after an argument is not checked": b"*2\r\n$3\r\nGETxx$1\r\naxx" + _get("a"),
+    "inline commands among multibulk ones": b"SET a 1\r\n" + _get("a") + b"GET a\r\nEXISTS a b\r\n" + _get("a"),
+    "empty arguments": b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$0\r\n\r\n" + _get("") + _get("a"),
+    "zero and negative counts are skipped": b"*0\r\n*-1\r\n" + _get("a") + b"*-5\r\n" + _get("a"),
+    "a missing dollar": _get("a") + b"*2\r\n$3\r\nGET\r\n:1\r\na\r\n",
+    "more arguments than are read in place": (
+        encode_command("MSET", *[f"m{i}" for i in range(80)]) + encode_command("MGET", *[f"m{i}" for i in range(80)])
+        + encode_command("EXISTS", *[f"m{i}" for i in range(33)]) + encode_command("DEL", *[f"m{i}" for i in range(40)])
+        + encode_command("MGET", *[f"m{i}" for i in range(32)]) + _get("m41")),
+    "a pipeline ending mid-command": _get("a") + _get("a") + b"*2\r\n$3\r\nGET\r\n$1\r\n",
+}
+
+
+def _replies_until_quiet(conn):
+    replies = []
+    while True:
+        try:
+            replies.append(conn.read_reply(timeout=0.5))
+        except ReplyTimeout:
+            return replies, "open"
+        except ConnectionClosed:
+            return replies, "closed"
+
+
+@pytest.mark.parametrize("case", list(RAW_PIPELINES))
+def test_input_read_in_place_or_by_the_parser_answers_as_redis(flushed, case):
+    answers = []
+    for server in flushed:
+        with raw_connection(server.port) as conn:
+            assert conn.request("SET", "a", "1") == b"+OK\r\n"
+            conn.send(RAW_PIPELINES[case])
+            answers.append(_replies_until_quiet(conn))
+    assert answers[1] == answers[0]
