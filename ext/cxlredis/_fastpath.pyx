@@ -30,6 +30,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.stdint cimport int64_t
+from libc.string cimport strlen
 
 from cxlredis._resp cimport ArgSpan, ReplyWriter, RequestParser
 from cxlredis._store cimport (Arena, Keyspace, delete_key, expire_key, get_string, hash_get, hash_set,
@@ -81,47 +82,57 @@ cdef inline int64_t monotonic_ns() noexcept nogil:
     return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
 
 
-cdef inline bint is_name(const ArgSpan *arg, const char *upper, const char *lower, int n) noexcept:
-    """arg spells the n-letter command name in any case."""
-    cdef int i
-    if arg.len != n:
+cdef struct FastCommand:
+    const char *name            # in capitals: every fast command's name is letters only
+    Py_ssize_t length
+    Py_ssize_t min_argc, max_argc   # max_argc 0: any number
+
+cdef FastCommand FAST_COMMANDS[FAST_OPS]
+
+
+cdef void declare(int op, const char *name, Py_ssize_t min_argc, Py_ssize_t max_argc) noexcept:
+    FAST_COMMANDS[op].name = name
+    FAST_COMMANDS[op].length = strlen(name)
+    FAST_COMMANDS[op].min_argc = min_argc
+    FAST_COMMANDS[op].max_argc = max_argc
+
+
+declare(FAST_GET, b"GET", 2, 2)
+declare(FAST_SET, b"SET", 3, 3)
+declare(FAST_EXISTS, b"EXISTS", 2, 0)
+declare(FAST_DEL, b"DEL", 2, 0)
+declare(FAST_TTL, b"TTL", 2, 2)
+declare(FAST_PTTL, b"PTTL", 2, 2)
+declare(FAST_MGET, b"MGET", 2, 0)
+declare(FAST_INCR, b"INCR", 2, 2)
+declare(FAST_DECR, b"DECR", 2, 2)
+declare(FAST_INCRBY, b"INCRBY", 3, 3)
+declare(FAST_DECRBY, b"DECRBY", 3, 3)
+declare(FAST_EXPIRE, b"EXPIRE", 3, 3)
+declare(FAST_HGET, b"HGET", 3, 3)
+declare(FAST_HSET, b"HSET", 4, 4)
+
+
+cdef inline bint is_name(const ArgSpan *arg, const FastCommand *command) noexcept:
+    """arg spells the command's name in any case (clearing bit 5 turns only a lower-case
+    letter into its capital)."""
+    cdef Py_ssize_t i
+    if arg.len != command.length:
         return False
-    for i in range(n):
-        if arg.ptr[i] != upper[i] and arg.ptr[i] != lower[i]:
+    for i in range(arg.len):
+        if (arg.ptr[i] & ~0x20) != command.name[i]:
             return False
     return True
 
 
 cdef inline int op_of(const ArgSpan *args, Py_ssize_t argc) noexcept:
-    cdef const ArgSpan *name = &args[0]
-    if argc == 2 and is_name(name, b"GET", b"get", 3):
-        return FAST_GET
-    if argc == 3 and is_name(name, b"SET", b"set", 3):
-        return FAST_SET
-    if argc >= 2 and is_name(name, b"EXISTS", b"exists", 6):
-        return FAST_EXISTS
-    if argc >= 2 and is_name(name, b"DEL", b"del", 3):
-        return FAST_DEL
-    if argc == 2 and is_name(name, b"TTL", b"ttl", 3):
-        return FAST_TTL
-    if argc == 2 and is_name(name, b"PTTL", b"pttl", 4):
-        return FAST_PTTL
-    if argc >= 2 and is_name(name, b"MGET", b"mget", 4):
-        return FAST_MGET
-    if argc == 2 and is_name(name, b"INCR", b"incr", 4):
-        return FAST_INCR
-    if argc == 2 and is_name(name, b"DECR", b"decr", 4):
-        return FAST_DECR
-    if argc == 3 and is_name(name, b"INCRBY", b"incrby", 6):
-        return FAST_INCRBY
-    if argc == 3 and is_name(name, b"DECRBY", b"decrby", 6):
-        return FAST_DECRBY
-    if argc == 3 and is_name(name, b"EXPIRE", b"expire", 6):
-        return FAST_EXPIRE
-    if argc == 3 and is_name(name, b"HGET", b"hget", 4):
-        return FAST_HGET
-    if argc == 4 and is_name(name, b"HSET", b"hset", 4):
-        return FAST_HSET
+    cdef int op
+    cdef const FastCommand *command
+    for op in range(FAST_OPS):
+        command = &FAST_COMMANDS[op]
+        if (command.min_argc <= argc and (command.max_argc == 0 or argc <= command.max_argc)
+                and is_name(&args[0], command)):
+            return op
     return NOT_FAST
 
 

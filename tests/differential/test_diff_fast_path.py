@@ -299,6 +299,9 @@ RAW_PIPELINES = {
     "inline commands among multibulk ones": b"SET a 1\r\n" + _get("a") + b"GET a\r\nEXISTS a b\r\n" + _get("a"),
     "empty arguments": b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$0\r\n\r\n" + _get("") + _get("a"),
     "zero and negative counts are skipped": b"*0\r\n*-1\r\n" + _get("a") + b"*-5\r\n" + _get("a"),
+    "names a bit away from a fast command's": (
+        encode_command(b"GE\x14", "a") + encode_command(b"\xc7ET", "a") + encode_command(b"gEt", "a")
+        + encode_command(b"EXIST\x13", "a") + encode_command(b"Mget", "a", "b")),
     "a missing dollar": _get("a") + b"*2\r\n$3\r\nGET\r\n:1\r\na\r\n",
     "more arguments than are read in place": (
         encode_command("MSET", *[f"m{i}" for i in range(80)]) + encode_command("MGET", *[f"m{i}" for i in range(80)])
