@@ -44,29 +44,41 @@ def invalid_expire(command):
 
 def unknown_subcommand(subcommand, container):
     """Both as sent (bytes); Redis echoes the subcommand and upper-cases the container."""
-    return f"ERR unknown subcommand '{_clip(subcommand, 128)}'. Try {_clip(container, 128).upper()} HELP."
+    return f"ERR unknown subcommand '{clipped(subcommand)}'. Try {_text(_clip(container, 128).upper())} HELP."
 
 
 def subcommand_syntax(argv):
     """Redis's reply to a known subcommand given the wrong arguments (argv as sent)."""
-    return (f"ERR unknown subcommand or wrong number of arguments for '{_clip(argv[1], 128)}'. "
-            f"Try {_clip(argv[0], 128).upper()} HELP.")
+    return (f"ERR unknown subcommand or wrong number of arguments for '{clipped(argv[1])}'. "
+            f"Try {_text(_clip(argv[0], 128).upper())} HELP.")
 
 
 def unknown_command(argv):
-    """Redis quotes up to ~128 characters of the arguments after the name."""
-    args = ""
+    """Redis quotes up to ~128 bytes of the arguments after the name."""
+    args = b""
     for arg in argv[1:]:
         if len(args) >= 128:
             break
-        args += "'" + _clip(arg, 128 - len(args)) + "' "
-    return f"ERR unknown command '{_clip(argv[0], 128)}', with args beginning with: {args}"
+        args += b"'" + _clip(arg, 128 - len(args)) + b"' "
+    return f"ERR unknown command '{clipped(argv[0])}', with args beginning with: {_text(args)}"
 
 
 def _clip(arg, limit):
-    if not isinstance(arg, (bytes, bytearray)):
-        arg = bytes(arg[:limit]) if len(arg) > limit else bytes(arg)
-    return arg[:limit].decode("utf-8", "replace")
+    """arg as Redis's printf("%.<limit>s") writes it: at most limit bytes, up to a NUL."""
+    if isinstance(arg, str):
+        arg = arg.encode("utf-8", "surrogateescape")
+    return bytes(arg[:limit]).split(b"\0", 1)[0]
+
+
+def clipped(arg, limit=128):
+    """arg inside an error text as Redis's "%.<limit>s" puts it there."""
+    return _text(_clip(arg, limit))
+
+
+def _text(data):
+    """Bytes inside an error text, kept as they are: the reply writer encodes the text back
+    with surrogateescape, so bytes that are not UTF-8 reach the client unchanged."""
+    return data.decode("utf-8", "surrogateescape")
 
 
 # Keyspace and string commands.

@@ -43,7 +43,7 @@ def cmd_acl_cat(c, argv):
         return
     category = bytes(argv[2]).decode("utf-8", "replace").lower()
     if category not in ACL_CATEGORIES:
-        raise CommandError(f"ERR Unknown category '{errors._clip(argv[2], 128)}'")
+        raise CommandError(f"ERR Unknown category '{errors.clipped(argv[2])}'")
     names = [spec.name for spec in registry.all_specs() if category in spec.acl_categories]
     c.reply.array(len(names))
     for name in names:
@@ -62,11 +62,11 @@ def cmd_acl_deluser(c, argv):
 def cmd_acl_dryrun(c, argv):
     user = c.services.acl.users.get(bytes(argv[2]))
     if user is None:
-        raise CommandError(f"ERR User '{errors._clip(argv[2], 128)}' not found")
+        raise CommandError(f"ERR User '{errors.clipped(argv[2])}' not found")
     target = argv[3:]
     spec = registry.find(target)
     if spec is None:
-        raise CommandError(f"ERR Command '{errors._clip(target[0], 128)}' not found")
+        raise CommandError(f"ERR Command '{errors.clipped(target[0])}' not found")
     if not registry.arity_fits(spec, len(target)):
         raise CommandError(errors.wrong_arity(spec.name))
     denied = None if "no_auth" in spec.flags else user.check(spec, target)

@@ -51,7 +51,7 @@ def cmd_hello(c, argv):
             c.name = check_client_name(argv[i + 1])
             i += 2
         else:
-            raise CommandError(f"ERR Syntax error in HELLO option '{errors._clip(argv[i], 128)}'")
+            raise CommandError(f"ERR Syntax error in HELLO option '{errors.clipped(argv[i])}'")
     if not c.authenticated:
         raise CommandError(HELLO_NOAUTH)
     c.set_protocol(protover)
@@ -172,7 +172,7 @@ def client_type(arg):
     """A client type name as CLIENT LIST/KILL TYPE take it ("slave" is "replica")."""
     kind = bytes(arg).decode("utf-8", "replace").lower()
     if kind not in ("normal", "master", "replica", "slave", "pubsub"):
-        raise CommandError(f"ERR Unknown client type '{errors._clip(arg, 128)}'")
+        raise CommandError(f"ERR Unknown client type '{errors.clipped(arg)}'")
     return "replica" if kind == "slave" else kind
 
 
@@ -212,7 +212,7 @@ def cmd_client_kill(c, argv):
         elif option == "USER":
             user = c.services.acl.users.get(bytes(value))
             if user is None:
-                raise CommandError(f"ERR No such user '{errors._clip(value, 128)}'")
+                raise CommandError(f"ERR No such user '{errors.clipped(value)}'")
             wanted["user"] = user
         elif option == "ADDR":
             wanted["addr"] = bytes(value).decode("utf-8", "replace")
@@ -252,7 +252,7 @@ def cmd_client_setinfo(c, argv):
     attr = upper(argv[2])
     value = bytes(argv[3])
     if attr not in ("LIB-NAME", "LIB-VER"):
-        raise CommandError(f"ERR Unrecognized option '{errors._clip(argv[2], 128)}'")
+        raise CommandError(f"ERR Unrecognized option '{errors.clipped(argv[2])}'")
     if any(ch < 33 or ch > 126 for ch in value):
         raise CommandError(f"ERR {attr.lower()} cannot contain spaces, newlines or special characters.")
     if attr == "LIB-NAME":

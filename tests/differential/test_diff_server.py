@@ -410,6 +410,24 @@ SEQUENCES = {
         ("CLIENT", "x" * 200),
         ("PING",),
     ],
+    # Redis quotes names and arguments with printf's %.128s: 128 bytes at most, cut at a
+    # NUL, and bytes that are not UTF-8 as they came
+    "names and arguments quoted in errors as bytes": [
+        (b"AB\x00CD", b"x\x00y", b"\xc3\xa9\xc7"),
+        (b"x\xc3\xa9", b"\xc3\xa9" * 70),
+        (b"cl\xc3\xa9nt", b"x" * 200),
+        (b"\xe9config",),
+        ("CONFIG", b"n\x00o\xc7"),
+        (b"config", b"\xe9x"),
+        ("CLIENT", b"\xc3\xa9" * 70),
+        ("ACL", "CAT", b"n\xc7\x00x"),
+        ("HELLO", "3", b"\xc7x"),
+        ("EVAL", b"return redis.pcall('f\xc7oo')", "0"),
+        ("EVAL", b"return redis.call('f\xc7oo', 'a\x00b')", "0"),
+        ("MULTI",),
+        (b"f\xc7o", "x"),
+        ("EXEC",),
+    ],
     "inline commands": [
         raw(b"PING\r\n"),
         raw(b"ping\n"),
