@@ -330,4 +330,6 @@ def test_input_read_in_place_or_by_the_parser_answers_as_redis(flushed, case):
             assert conn.request("SET", "a", "1") == b"+OK\r\n"
             conn.send(RAW_PIPELINES[case])
             answers.append(_replies_until_quiet(conn))
+        with raw_connection(server.port) as conn:
+            assert conn.request("PING") == b"+PONG\r\n"
     assert answers[1] == answers[0]
