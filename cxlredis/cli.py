@@ -11,6 +11,7 @@ from .arenas import Arenas
 from .config import Config, ConfigError
 from .listeners import Listeners
 from .server import Shutdown, serve, setup_logging
+from .supervision import DEFAULT_PIDFILE, daemonize, notify_ready, supervisor
 from .tenants import parse_directive
 
 USAGE = """Usage: cxlredis-server [/path/to/cxlredis.conf] [options]
@@ -61,12 +62,24 @@ def main(argv=None):
         return 1
     if config["dir"]:
         os.chdir(config["dir"])
+    supervised = supervisor(config["supervised"])
+    if config["daemonize"] and supervised is None:
+        daemonize()
+        if not config["pidfile"]:
+            config.settle("pidfile", DEFAULT_PIDFILE)
     setup_logging(config)
     log = logging.getLogger("cxlredis")
-    log.notice("cxlredis %s starting, pid=%d", __version__, os.getpid())
+    # The lines redis-server starts with, which tools and scripts wait for.
+    log.warning("oO0OoO0OoO0Oo cxlredis is starting oO0OoO0OoO0Oo")
+    log.warning("cxlredis version=%s, bits=64, commit=00000000, modified=0, pid=%d, just started",
+                __version__, os.getpid())
     if config.path is None:
         log.warning("no config file specified, using the default config. "
                     "In order to specify a config file use cxlredis-server /path/to/cxlredis.conf")
+    else:
+        log.warning("Configuration loaded")
+    for why, names in config.ignored_directives():
+        log.warning("Accepted with no effect, as %s: %s", why, ", ".join(names))
     try:
         import uvloop
     except ImportError:
@@ -81,7 +94,7 @@ def main(argv=None):
         except BaseException:
             listeners.close()
             raise
-        runner(serve(config, listeners, store, Shutdown()))
+        runner(serve(config, listeners, store, Shutdown(), lambda: notify_ready(supervised, log)))
     except (ArenaError, SystemExit) as e:
         # A failed start (the server has removed what it created). SystemExit(1) was logged
         # where it was raised; any other carries the reason.

@@ -32,6 +32,7 @@ survive; encode replies the same way.
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import re
 from dataclasses import dataclass
@@ -197,16 +198,6 @@ class Bool(_Kind):
         return "yes" if value else "no"
 
 
-class ForegroundOnly(Bool):
-    """daemonize: the yes/no syntax of Redis, but only `no` is possible."""
-
-    def parse_one(self, text):
-        if super().parse_one(text):
-            raise _Invalid("cxlredis always runs in the foreground: daemonize must be 'no' "
-                           "(let systemd, a container runtime or nohup detach it)")
-        return False
-
-
 class Integer(_Kind):
     type_name = "int"
 
@@ -261,14 +252,15 @@ class Memory(Integer):
 class Enum(_Kind):
     type_name = "enum"
 
-    def __init__(self, *choices: str):
+    def __init__(self, *choices: str, same: dict[str, str] | None = None):
         self.choices = choices
+        self.same = same or {}      # a choice that means another one (shown as that one)
 
     def parse_one(self, text):
         word = text.lower()
         if word not in self.choices:
             raise _Invalid("argument(s) must be one of the following: " + ", ".join(self.choices))
-        return word
+        return self.same.get(word, word)
 
 
 class String(_Kind):
@@ -331,7 +323,7 @@ class Bind(_Kind):
 
 
 class Save(_Kind):
-    """RDB snapshot points "seconds changes ..." (accepted, no effect)."""
+    """RDB snapshot points "seconds changes ..."."""
 
     multi_arg = True
 
@@ -470,6 +462,142 @@ class OutputBufferLimits(_Kind):
                 for c, limit in value.items()]
 
 
+class MemoryOrPercent(Integer):
+    """maxmemory-clients: bytes, or "N%" of maxmemory (kept as -N, as Redis keeps it)."""
+
+    type_name = "memory"
+
+    def parse_one(self, text):
+        if text.endswith("%"):
+            digits = text[:-1]
+            if _STRICT_INT.fullmatch(digits) and int(digits) >= 0:
+                if int(digits) > 100:
+                    raise _Invalid("percentage argument must be less or equal to 100")
+                return -int(digits)
+        try:
+            return self.checked(parse_memory(text))
+        except _Invalid:
+            raise _Invalid("argument must be a memory or percent value") from None
+
+    def format(self, value):
+        return f"{-value}%" if value < 0 else str(value)
+
+    def rewrite_arg(self, value):
+        return self.format(value) if value < 0 else format_memory(value)
+
+
+class FileName(String):
+    """A file or directory name inside dir (dbfilename, appendfilename, appenddirname)."""
+
+    def __init__(self, name: str, noun: str = "filename"):
+        self.refusal = f"{name} can't be a path, just a {noun}"
+
+    def parse_one(self, text):
+        if "/" in text:
+            raise _Invalid(self.refusal)
+        return text
+
+
+class ProcTitleTemplate(String):
+    """proc-title-template: Redis's {variables}, checked as Redis checks them (the
+    process title itself is left as it is)."""
+
+    VARIABLES = ("title", "listen-addr", "server-mode", "port", "tls-port", "unixsocket",
+                 "config-file")
+    # What each variable may expand to when the check runs: title is checked as "",
+    # server-mode and unixsocket as the standalone server without a socket has them.
+    EMPTY = ("title", "server-mode", "unixsocket")
+
+    def parse_one(self, text):
+        shown, rest = [], text
+        while rest:
+            start = rest.find("{")
+            if start < 0:
+                shown.append(rest)
+                break
+            shown.append(rest[:start])
+            if rest[start + 1:start + 2] == "{":        # "{{" is a literal "{"
+                shown.append("{")
+                rest = rest[start + 2:]
+                continue
+            end = rest.find("}", start)
+            if end < 0 or rest[start + 1:end] not in self.VARIABLES:
+                raise _Invalid("template format is invalid or contains unknown variables")
+            shown.append("" if rest[start + 1:end] in self.EMPTY else "x")
+            rest = rest[end + 1:]
+        if not "".join(shown).strip(" "):
+            raise _Invalid("template format is invalid or contains unknown variables")
+        return text
+
+
+class NoActiveDefrag(Bool):
+    """activedefrag: there is no jemalloc heap to defragment (the data is in the arena), so
+    `yes` is refused with the reason a Redis built without its own jemalloc gives."""
+
+    def parse_one(self, text):
+        if super().parse_one(text):
+            raise _Invalid("Active defragmentation cannot be enabled: it requires a Redis server "
+                           "compiled with a modified Jemalloc like the one shipped by default "
+                           "with the Redis source distribution")
+        return False
+
+
+class OomScoreAdjValues(_Kind):
+    """oom-score-adj-values: three values, for primaries, replicas and background children."""
+
+    multi_arg = True
+
+    def parse(self, args, current, accumulate):
+        if len(args) != 3:
+            raise _Invalid("wrong number of arguments")
+        values = tuple(_lenient_int(arg) for arg in args)
+        if any(value is None or not -2000 <= value <= 2000 for value in values):
+            raise _Invalid("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
+        return values
+
+    def format(self, value):
+        return " ".join(map(str, value))
+
+
+class ShutdownFlags(_Kind):
+    """shutdown-on-sigint / -sigterm: a set of SHUTDOWN's flags, "default" for none."""
+
+    multi_arg = True
+    FLAGS = ("save", "nosave", "now", "force")
+
+    def parse(self, args, current, accumulate):
+        words = {arg.lower() for arg in args}
+        if not words or not words <= {"default", *self.FLAGS}:
+            raise _Invalid("argument(s) must be one of the following: default, "
+                           + ", ".join(self.FLAGS))
+        if {"save", "nosave"} <= words:
+            raise _Invalid("shutdown options SAVE and NOSAVE can't be used simultaneously")
+        return tuple(flag for flag in self.FLAGS if flag in words)
+
+    def format(self, value):
+        return " ".join(value) or "default"
+
+
+class ReplicaOf(_Kind):
+    """replicaof (slaveof): only "no one" can be meant here, for cxlredis does not replicate."""
+
+    multi_arg = True
+
+    def parse(self, args, current, accumulate):
+        if len(args) != 2:
+            raise _Invalid("wrong number of arguments")
+        if [arg.lower() for arg in args] == ["no", "one"]:
+            return ""
+        port = _lenient_int(args[1])
+        if port is None or not 0 <= port <= 65535:
+            raise _Invalid("Invalid master port")
+        raise _Invalid("cxlredis does not replicate: replicaof can only be 'no one' (a node "
+                       "keeps its data in its arena across restarts; scale out with Redis Cluster)")
+
+    def rewrite_lines(self, name, value, default):
+        return []
+
+
 # ---------------------------------------------------------------- the option table
 
 @dataclass(frozen=True)
@@ -524,9 +652,6 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("maxclients", Integer(1, UINT_MAX), 10000, MUTABLE,
      "Maximum number of connected clients; further ones get an error and are closed.",
      "network"),
-    ("protected-mode", Bool(), False, MUTABLE,
-     "Accepted for compatibility, no effect: cxlredis has no protected mode "
-     "(bind to trusted addresses instead).", "network"),
 
     ("tls-port", Integer(0, 65535), 0, MUTABLE,
      "TCP port for TLS connections, on the bind addresses as well; 0 disables TLS.", "tls"),
@@ -560,8 +685,14 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "Log file path; empty logs to standard output.", "general"),
     ("pidfile", String(), "", IMMUTABLE,
      "File to write the process id to at startup; empty for none.", "general"),
-    ("daemonize", ForegroundOnly(), False, IMMUTABLE,
-     "Must be no: cxlredis runs in the foreground (a service manager detaches it).",
+    ("daemonize", Bool(), False, IMMUTABLE,
+     "Detach from the terminal and run in the background, as redis-server does: the "
+     "process that started returns at once, the pid goes to pidfile (/var/run/cxlredis.pid "
+     "when none is set) and, with no logfile, the log goes to /dev/null.", "general"),
+    ("supervised", Enum("upstart", "systemd", "auto", "no"), "no", IMMUTABLE,
+     "Tell a supervisor when the server is ready: systemd (or auto, with NOTIFY_SOCKET set) "
+     "gets READY=1 over NOTIFY_SOCKET once every listener is up, for a Type=notify unit; "
+     "upstart (or auto, with UPSTART_JOB set) a SIGSTOP of the server, as for redis-server.",
      "general"),
     ("dir", Directory(), os.getcwd, PROTECTED,
      "Working directory of the server (default: the directory it was started in). CONFIG SET "
@@ -580,6 +711,13 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "memory"),
     ("maxmemory-samples", Integer(1, INT_MAX), 5, MUTABLE,
      "Keys sampled per eviction by the random and ttl policies (LRU is exact).", "memory"),
+    ("hash-max-listpack-entries", Integer(0, LLONG_MAX), 512, MUTABLE,
+     "OBJECT ENCODING calls a hash with at most this many fields listpack (and hashtable "
+     "past it), as Redis would have encoded it; hash-max-ziplist-entries is another name.",
+     "memory"),
+    ("hash-max-listpack-value", Memory(0, LLONG_MAX), 64, MUTABLE,
+     "Likewise, the longest field or value of a hash OBJECT ENCODING calls listpack; "
+     "hash-max-ziplist-value is another name.", "memory"),
 
     ("arena-path", String(), "", IMMUTABLE,
      "Arena backing: a file (on /dev/shm, hugetlbfs, tmpfs or DAX) or a devdax device; "
@@ -666,12 +804,6 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "Keyspace notifications published over Pub/Sub: Redis's class letters (K E g $ h x e "
      "n m A ...); empty publishes none.", "monitoring"),
 
-    ("save", Save(), (), MUTABLE,
-     "Accepted for compatibility, no effect: there are no RDB snapshots "
-     "(the arena itself survives restarts).", "compatibility"),
-    ("appendonly", Bool(), False, MUTABLE,
-     "Accepted for compatibility, no effect: there is no append-only file.", "compatibility"),
-
     ("requirepass", String(), "", MUTABLE,
      "Password of the default user; empty leaves the default user without a password.",
      "security"),
@@ -735,8 +867,187 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "hostname, or ? (the client's own address for it).", "cluster"),
 ])
 
-_BY_NAME = {option.name: option for option in OPTIONS}
-_BY_NAME["lua-time-limit"] = _BY_NAME["busy-reply-threshold"]     # Redis's old name
+# Redis 7.0's other options. Each is accepted with Redis's checks, kept, answered by CONFIG
+# GET and written by CONFIG REWRITE, so that a redis.conf loads as it is and tools that set
+# them keep working, but none changes what cxlredis does. A configuration that sets one is
+# told so at start-up (Config.without_effect), under the reason of its group.
+WITHOUT_EFFECT = {
+    "persistence": "the arena is the persistence: there are no RDB or AOF files",
+    "replication": "cxlredis has no replicas",
+    "redis-internals": "it tunes a part of redis-server that cxlredis does not have",
+}
+
+_REDIS_ONLY = [
+    # name, kind, default, mutability, group
+    ("save", Save(), (), MUTABLE, "persistence"),
+    ("appendonly", Bool(), False, MUTABLE, "persistence"),
+    ("rdbcompression", Bool(), True, MUTABLE, "persistence"),
+    ("rdbchecksum", Bool(), True, IMMUTABLE, "persistence"),
+    ("rdb-del-sync-files", Bool(), False, MUTABLE, "persistence"),
+    ("rdb-save-incremental-fsync", Bool(), True, MUTABLE, "persistence"),
+    ("stop-writes-on-bgsave-error", Bool(), True, MUTABLE, "persistence"),
+    ("dbfilename", FileName("dbfilename"), "dump.rdb", PROTECTED, "persistence"),
+    ("appendfilename", FileName("appendfilename"), "appendonly.aof", IMMUTABLE, "persistence"),
+    ("appenddirname", FileName("appenddirname", "dirname"), "appendonlydir", IMMUTABLE,
+     "persistence"),
+    ("appendfsync", Enum("everysec", "always", "no"), "everysec", MUTABLE, "persistence"),
+    ("no-appendfsync-on-rewrite", Bool(), False, MUTABLE, "persistence"),
+    ("auto-aof-rewrite-percentage", Integer(0, INT_MAX), 100, MUTABLE, "persistence"),
+    ("auto-aof-rewrite-min-size", Memory(0, LLONG_MAX), 64 * MB, MUTABLE, "persistence"),
+    ("aof-load-truncated", Bool(), True, MUTABLE, "persistence"),
+    ("aof-use-rdb-preamble", Bool(), True, MUTABLE, "persistence"),
+    ("aof-timestamp-enabled", Bool(), False, MUTABLE, "persistence"),
+    ("aof-rewrite-incremental-fsync", Bool(), True, MUTABLE, "persistence"),
+    ("aof-disable-auto-gc", Bool(), False, MUTABLE, "persistence"),
+    ("shutdown-on-sigint", ShutdownFlags(), (), MUTABLE, "persistence"),
+    ("shutdown-on-sigterm", ShutdownFlags(), (), MUTABLE, "persistence"),
+    ("rdb-key-save-delay", Integer(-INT_MAX - 1, INT_MAX), 0, MUTABLE, "persistence"),
+    ("key-load-delay", Integer(-INT_MAX - 1, INT_MAX), 0, MUTABLE, "persistence"),
+    ("loading-process-events-interval-bytes", Integer(1024, INT_MAX), 2 * MB, MUTABLE,
+     "persistence"),
+    ("sanitize-dump-payload", Enum("no", "yes", "clients"), "no", MUTABLE, "persistence"),
+
+    ("replicaof", ReplicaOf(), "", IMMUTABLE, "replication"),
+    ("masterauth", String(), "", MUTABLE, "replication"),
+    ("masteruser", String(), "", MUTABLE, "replication"),
+    ("replica-serve-stale-data", Bool(), True, MUTABLE, "replication"),
+    ("replica-read-only", Bool(), True, MUTABLE, "replication"),
+    ("replica-lazy-flush", Bool(), False, MUTABLE, "replication"),
+    ("replica-ignore-maxmemory", Bool(), True, MUTABLE, "replication"),
+    ("replica-announced", Bool(), True, MUTABLE, "replication"),
+    ("replica-ignore-disk-write-errors", Bool(), False, MUTABLE, "replication"),
+    ("replica-priority", Integer(0, INT_MAX), 100, MUTABLE, "replication"),
+    ("replica-announce-ip", String(), "", MUTABLE, "replication"),
+    ("replica-announce-port", Integer(0, 65535), 0, MUTABLE, "replication"),
+    ("repl-diskless-sync", Bool(), True, MUTABLE, "replication"),
+    ("repl-diskless-sync-delay", Integer(0, INT_MAX), 5, MUTABLE, "replication"),
+    ("repl-diskless-sync-max-replicas", Integer(0, INT_MAX), 0, MUTABLE, "replication"),
+    ("repl-diskless-load", Enum("disabled", "on-empty-db", "swapdb"), "disabled", MUTABLE,
+     "replication"),
+    ("repl-disable-tcp-nodelay", Bool(), False, MUTABLE, "replication"),
+    ("repl-ping-replica-period", Integer(1, INT_MAX), 10, MUTABLE, "replication"),
+    ("repl-timeout", Integer(1, INT_MAX), 60, MUTABLE, "replication"),
+    ("repl-backlog-size", Memory(1, LLONG_MAX, clamp=(16 * 1024, LLONG_MAX)), MB, MUTABLE,
+     "replication"),
+    ("repl-backlog-ttl", Integer(0, LLONG_MAX), 3600, MUTABLE, "replication"),
+    ("min-replicas-to-write", Integer(0, INT_MAX), 0, MUTABLE, "replication"),
+    ("min-replicas-max-lag", Integer(0, INT_MAX), 10, MUTABLE, "replication"),
+    ("propagation-error-behavior", Enum("ignore", "panic", "panic-on-replicas"), "ignore",
+     MUTABLE, "replication"),
+    ("shutdown-timeout", Integer(0, INT_MAX), 10, MUTABLE, "replication"),
+    ("tls-replication", Bool(), False, MUTABLE, "replication"),
+    ("cluster-replica-no-failover", Bool(), False, MUTABLE, "replication"),
+    ("cluster-replica-validity-factor", Integer(0, INT_MAX), 10, MUTABLE, "replication"),
+    ("cluster-migration-barrier", Integer(0, INT_MAX), 1, MUTABLE, "replication"),
+    ("cluster-allow-replica-migration", Bool(), True, MUTABLE, "replication"),
+
+    ("protected-mode", Bool(), True, MUTABLE, "redis-internals"),
+    ("always-show-logo", Bool(), False, IMMUTABLE, "redis-internals"),
+    ("set-proc-title", Bool(), True, IMMUTABLE, "redis-internals"),
+    ("proc-title-template", ProcTitleTemplate(), "{title} {listen-addr} {server-mode}", MUTABLE,
+     "redis-internals"),
+    ("syslog-enabled", Bool(), False, IMMUTABLE, "redis-internals"),
+    ("syslog-ident", String(), "redis", IMMUTABLE, "redis-internals"),
+    ("syslog-facility", Enum("user", "local0", "local1", "local2", "local3", "local4", "local5",
+                             "local6", "local7"), "local0", IMMUTABLE, "redis-internals"),
+    ("io-threads", Integer(1, 128), 1, IMMUTABLE, "redis-internals"),
+    ("io-threads-do-reads", Bool(), False, IMMUTABLE, "redis-internals"),
+    ("server_cpulist", String(), "", IMMUTABLE, "redis-internals"),
+    ("bio_cpulist", String(), "", IMMUTABLE, "redis-internals"),
+    ("aof_rewrite_cpulist", String(), "", IMMUTABLE, "redis-internals"),
+    ("bgsave_cpulist", String(), "", IMMUTABLE, "redis-internals"),
+    ("activerehashing", Bool(), True, MUTABLE, "redis-internals"),
+    ("dynamic-hz", Bool(), True, MUTABLE, "redis-internals"),
+    ("active-expire-effort", Integer(1, 10), 1, MUTABLE, "redis-internals"),
+    ("lazyfree-lazy-eviction", Bool(), False, MUTABLE, "redis-internals"),
+    ("lazyfree-lazy-expire", Bool(), False, MUTABLE, "redis-internals"),
+    ("lazyfree-lazy-server-del", Bool(), False, MUTABLE, "redis-internals"),
+    ("lazyfree-lazy-user-del", Bool(), False, MUTABLE, "redis-internals"),
+    ("lazyfree-lazy-user-flush", Bool(), False, MUTABLE, "redis-internals"),
+    ("activedefrag", NoActiveDefrag(), False, MUTABLE, "redis-internals"),
+    ("active-defrag-ignore-bytes", Memory(1, LLONG_MAX), 100 * MB, MUTABLE, "redis-internals"),
+    ("active-defrag-threshold-lower", Integer(0, 1000), 10, MUTABLE, "redis-internals"),
+    ("active-defrag-threshold-upper", Integer(0, 1000), 100, MUTABLE, "redis-internals"),
+    ("active-defrag-cycle-min", Integer(1, 99), 1, MUTABLE, "redis-internals"),
+    ("active-defrag-cycle-max", Integer(1, 99), 25, MUTABLE, "redis-internals"),
+    ("active-defrag-max-scan-fields", Integer(1, LLONG_MAX), 1000, MUTABLE, "redis-internals"),
+    ("jemalloc-bg-thread", Bool(), True, MUTABLE, "redis-internals"),
+    ("disable-thp", Bool(), True, IMMUTABLE, "redis-internals"),
+    ("oom-score-adj", Enum("no", "yes", "relative", "absolute", same={"relative": "yes"}), "no",
+     MUTABLE,
+     "redis-internals"),
+    ("oom-score-adj-values", OomScoreAdjValues(), (0, 200, 800), MUTABLE, "redis-internals"),
+    ("maxmemory-clients", MemoryOrPercent(-100, LLONG_MAX), 0, MUTABLE, "redis-internals"),
+    ("maxmemory-eviction-tenacity", Integer(0, 100), 10, MUTABLE, "redis-internals"),
+    ("lfu-log-factor", Integer(0, INT_MAX), 10, MUTABLE, "redis-internals"),
+    ("lfu-decay-time", Integer(0, INT_MAX), 1, MUTABLE, "redis-internals"),
+    ("list-max-listpack-size", Integer(-INT_MAX - 1, INT_MAX), -2, MUTABLE, "redis-internals"),
+    ("list-compress-depth", Integer(0, INT_MAX), 0, MUTABLE, "redis-internals"),
+    ("set-max-intset-entries", Integer(0, LLONG_MAX), 512, MUTABLE, "redis-internals"),
+    ("zset-max-listpack-entries", Integer(0, LLONG_MAX), 128, MUTABLE, "redis-internals"),
+    ("zset-max-listpack-value", Memory(0, LLONG_MAX), 64, MUTABLE, "redis-internals"),
+    ("hll-sparse-max-bytes", Memory(0, LLONG_MAX), 3000, MUTABLE, "redis-internals"),
+    ("stream-node-max-bytes", Memory(0, LLONG_MAX), 4096, MUTABLE, "redis-internals"),
+    ("stream-node-max-entries", Integer(0, LLONG_MAX), 100, MUTABLE, "redis-internals"),
+    ("crash-log-enabled", Bool(), True, MUTABLE, "redis-internals"),
+    ("crash-memcheck-enabled", Bool(), True, MUTABLE, "redis-internals"),
+    ("use-exit-on-panic", Bool(), False, MUTABLE, "redis-internals"),
+    ("watchdog-period", Integer(0, INT_MAX), 0, MUTABLE, "redis-internals"),
+    ("ignore-warnings", String(), "", MUTABLE, "redis-internals"),
+    ("enable-module-command", Enum("no", "yes", "local"), "no", IMMUTABLE, "redis-internals"),
+    ("bind-source-addr", String(), "", MUTABLE, "redis-internals"),
+    ("socket-mark-id", Integer(0, UINT_MAX), 0, IMMUTABLE, "redis-internals"),
+    ("cluster-allow-pubsubshard-when-down", Bool(), True, MUTABLE, "redis-internals"),
+    ("cluster-link-sendbuf-limit", Memory(0, ULLONG_MAX), 0, MUTABLE, "redis-internals"),
+    ("tls-cluster", Bool(), False, MUTABLE, "redis-internals"),
+    ("tls-session-caching", Bool(), True, MUTABLE, "redis-internals"),
+    ("tls-session-cache-size", Integer(0, INT_MAX), 20 * 1024, MUTABLE, "redis-internals"),
+    ("tls-session-cache-timeout", Integer(0, INT_MAX), 300, MUTABLE, "redis-internals"),
+    ("tls-client-cert-file", String(), "", MUTABLE, "redis-internals"),
+    ("tls-client-key-file", String(), "", MUTABLE, "redis-internals"),
+    ("tls-client-key-file-pass", String(), "", MUTABLE, "redis-internals"),
+    ("tls-dh-params-file", String(), "", MUTABLE, "redis-internals"),
+]
+REDIS_ONLY_OPTIONS: tuple[Option, ...] = tuple(
+    Option(name, kind, default, mutability,
+           f"Redis's {name}, accepted with no effect: {WITHOUT_EFFECT[group]}.", group)
+    for name, kind, default, mutability, group in _REDIS_ONLY)
+ALL_OPTIONS = OPTIONS + REDIS_ONLY_OPTIONS
+
+# Redis's other names for options (CONFIG GET * lists them too).
+_ALIASES = {
+    "lua-time-limit": "busy-reply-threshold",
+    "slaveof": "replicaof",
+    "slave-serve-stale-data": "replica-serve-stale-data",
+    "slave-read-only": "replica-read-only",
+    "slave-lazy-flush": "replica-lazy-flush",
+    "slave-ignore-maxmemory": "replica-ignore-maxmemory",
+    "slave-priority": "replica-priority",
+    "slave-announce-ip": "replica-announce-ip",
+    "slave-announce-port": "replica-announce-port",
+    "repl-ping-slave-period": "repl-ping-replica-period",
+    "min-slaves-to-write": "min-replicas-to-write",
+    "min-slaves-max-lag": "min-replicas-max-lag",
+    "cluster-slave-no-failover": "cluster-replica-no-failover",
+    "cluster-slave-validity-factor": "cluster-replica-validity-factor",
+    "hash-max-ziplist-entries": "hash-max-listpack-entries",
+    "hash-max-ziplist-value": "hash-max-listpack-value",
+    "zset-max-ziplist-entries": "zset-max-listpack-entries",
+    "zset-max-ziplist-value": "zset-max-listpack-value",
+    "list-max-ziplist-size": "list-max-listpack-size",
+}
+# Redis's debugging options: answered when named, left out of CONFIG GET's glob matches.
+_HIDDEN = {"rdb-key-save-delay", "key-load-delay", "loading-process-events-interval-bytes",
+           "use-exit-on-panic", "watchdog-period"}
+# Directives a Redis 7.0 configuration file may still carry, which Redis skips unread.
+_DEPRECATED_DIRECTIVES = {"list-max-ziplist-entries", "list-max-ziplist-value",
+                          "lua-replicate-commands"}
+
+_BY_NAME = {option.name: option for option in ALL_OPTIONS}
+_BY_NAME.update((alias, _BY_NAME[name]) for alias, name in _ALIASES.items())
+# CONFIG GET's glob candidates in table order, each alias after its option.
+_LISTED = tuple(name for option in ALL_OPTIONS if option.name not in _HIDDEN
+                for name in (option.name, *(a for a, n in _ALIASES.items() if n == option.name)))
 
 
 # ---------------------------------------------------------------- loading
@@ -766,13 +1077,19 @@ class _Loading:
         # (the ACL and the tenants check them: they sit above this module).
         self.origins: dict[tuple[str, int], tuple[str, str]] = {}
         self.origin: tuple[str, str] = ("", "")  # where the directive being read comes from
+        self.without_effect: dict[str, str] = {}   # directives given that change nothing → group
 
     def directive(self, argv: list[str], base_dir: str, from_file: bool) -> None:
         """Apply one `name args...` directive; raises _Invalid with Redis's reason."""
         name = argv[0].lower()
         args = argv[1:]
         if name == "include" and len(args) == 1:
-            self.read_file(os.path.join(base_dir, args[0]))
+            path = os.path.join(base_dir, args[0])
+            if any(c in path for c in "*?["):       # every match in order; none is no error
+                for match in sorted(glob.glob(path)):
+                    self.read_file(match)
+            else:
+                self.read_file(path)
             return
         if name == "user" and args:
             self.user(args)
@@ -781,7 +1098,12 @@ class _Loading:
             self.tenant(args)
             return
         option = _BY_NAME.get(name)
+        if option is None and name in _DEPRECATED_DIRECTIVES and len(args) == 1:
+            self.without_effect.setdefault(name, "redis-internals")
+            return
         if option is None:
+            if name == "loadmodule" and args:
+                raise _Invalid("cxlredis does not load Redis modules")
             raise _Invalid("Bad directive or wrong number of arguments")
         if option.kind.multi_arg:
             if len(args) == 1 and args[0]:
@@ -791,10 +1113,13 @@ class _Loading:
                     raise _Invalid("Unbalanced quotes in configuration line") from None
         elif len(args) != 1:
             raise _Invalid("wrong number of arguments")
+        name = option.name      # an alias sets its option
         accumulate = from_file and name in self.seen_in_files
         self.values[name] = option.kind.parse(args, self.values[name], accumulate)
         if from_file:
             self.seen_in_files.add(name)
+        if option.section in WITHOUT_EFFECT:
+            self.without_effect.setdefault(name, option.section)
 
     def user(self, args: list[str]) -> None:
         """An ACL user, kept as given: the ACL checks its rules (Config.declaration_error)."""
@@ -842,7 +1167,7 @@ class _Loading:
         self.including.pop()
 
     def read_environ(self, environ) -> None:
-        for option in OPTIONS:
+        for option in ALL_OPTIONS:
             variable = _ENV_PREFIX + option.name.upper().replace("-", "_")
             if variable in environ:
                 value = environ[variable]
@@ -918,6 +1243,7 @@ class Config:
         self.tenants = tenants          # `tenant` directives: (name, setting, ...)
         # The running server's `tenant` lines for CONFIG REWRITE; None leaves them as they are.
         self.tenant_lines: Callable[[], list[str]] | None = None
+        self.without_effect: dict[str, str] = {}    # set by load: see ignored_directives
 
     @classmethod
     def load(cls, argv: list[str], environ=os.environ) -> "Config":
@@ -925,15 +1251,17 @@ class Config:
         then `--name value` options; raises ConfigError."""
         argv = list(argv)
         path = os.path.abspath(argv.pop(0)) if argv and not argv[0].startswith("-") else None
-        defaults = {option.name: option.initial() for option in OPTIONS}
+        defaults = {option.name: option.initial() for option in ALL_OPTIONS}
         loading = _Loading(dict(defaults))
         if path is not None:
             loading.read_file(path, main=True)
         loading.read_environ(environ)
         loading.read_command_line(argv)
         users = tuple(tuple(_raw(arg) for arg in user) for user in loading.users)
-        return cls(loading.values, defaults, path, users, tuple(map(tuple, loading.tenants)),
-                   loading.origins)
+        config = cls(loading.values, defaults, path, users, tuple(map(tuple, loading.tenants)),
+                     loading.origins)
+        config.without_effect = loading.without_effect
+        return config
 
     def declaration_error(self, kind: str, index: int, reason: str) -> ConfigError:
         """The fatal config error for the index-th `user` or `tenant` directive, naming
@@ -943,7 +1271,20 @@ class Config:
 
     @staticmethod
     def options() -> tuple[Option, ...]:
-        return OPTIONS
+        return ALL_OPTIONS
+
+    def settle(self, name: str, value) -> None:
+        """A value the server itself chose at start-up (a daemon's pidfile), as Redis
+        shows such a choice in CONFIG GET."""
+        self._values[name] = value
+
+    def ignored_directives(self) -> list[tuple[str, list[str]]]:
+        """(why, names) for each group of the directives given that change nothing here,
+        for the start-up warning."""
+        groups: dict[str, list[str]] = {}
+        for name, group in self.without_effect.items():
+            groups.setdefault(group, []).append(name)
+        return [(WITHOUT_EFFECT[group], names) for group, names in groups.items()]
 
     def __getitem__(self, name: str):
         return self._values[name]
@@ -961,15 +1302,15 @@ class Config:
         reply = []
         for pattern in map(_text, patterns):
             if not any(c in pattern for c in "[*?"):
-                option = _BY_NAME.get(pattern.lower())
-                if option is not None and option.name not in seen:
-                    seen.add(option.name)
-                    reply.append((pattern, self._format(option)))
+                name = pattern.lower()
+                if name in _BY_NAME and name not in seen:
+                    seen.add(name)
+                    reply.append((pattern, self._format(_BY_NAME[name])))
                 continue
-            for option in OPTIONS:
-                if option.name not in seen and glob_match(pattern, option.name):
-                    seen.add(option.name)
-                    reply.append((option.name, self._format(option)))
+            for name in _LISTED:
+                if name not in seen and glob_match(pattern, name):
+                    seen.add(name)
+                    reply.append((name, self._format(_BY_NAME[name])))
         return reply
 
     def _format(self, option: Option) -> str:
@@ -995,7 +1336,8 @@ class Config:
 
         (An odd number of arguments is the command handler's "ERR syntax error".)
         """
-        chosen: list[tuple[Option, str]] = []
+        chosen: list[tuple[str, Option, str]] = []     # (the name as given, its option, value)
+        named: set[str] = set()
         for name, value in ((_text(n), _text(v)) for n, v in pairs):
             option = _BY_NAME.get(name.lower())
             if option is None:
@@ -1005,18 +1347,19 @@ class Config:
                 raise _set_failed(name, "can't set immutable config")
             if option.mutability == PROTECTED and not allow_protected:
                 raise _set_failed(name, "can't set protected config")
-            if any(option is earlier for earlier, _ in chosen):
+            if name.lower() in named:       # as Redis: an option and its alias are two names
                 raise _set_failed(name, "duplicate parameter")
-            chosen.append((option, value))
+            named.add(name.lower())
+            chosen.append((name, option, value))
 
         new_values = {}
-        for option, value in chosen:
+        for name, option, value in chosen:
             # CONFIG SET splits multi-argument values on single spaces, "" being no arguments.
             args = (value.split(" ") if value else []) if option.kind.multi_arg else [value]
             try:
                 new_values[option.name] = option.kind.parse(args, self._values[option.name], False)
             except _Invalid as invalid:
-                raise _set_failed(option.name, invalid.args[0]) from None
+                raise _set_failed(name.lower(), invalid.args[0]) from None
 
         old_values = {name: self._values[name] for name in new_values}
         self._values.update(new_values)
@@ -1068,11 +1411,13 @@ class Config:
                 argv = split_args(line)
             except ValueError:
                 continue
-            if argv and (argv[0].lower() in _BY_NAME or argv[0].lower() in ("user", "tenant")):
+            if argv and argv[0].lower() in _BY_NAME:    # an alias's line is its option's
+                option_lines.setdefault(_BY_NAME[argv[0].lower()].name, []).append(number)
+            elif argv and argv[0].lower() in ("user", "tenant"):
                 option_lines.setdefault(argv[0].lower(), []).append(number)
 
         appended = []
-        for option in OPTIONS:
+        for option in ALL_OPTIONS:
             free = option_lines.get(option.name, [])
             value = self._values[option.name]
             for text, force in option.kind.rewrite_lines(option.name, value,

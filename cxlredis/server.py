@@ -90,9 +90,10 @@ class Shutdown:
         await self._requested.wait()
 
 
-async def serve(config, listeners, store, shutdown):
+async def serve(config, listeners, store, shutdown, ready=None):
     """Run a server on bound `listeners` (listeners.Listeners) over attached arenas (`store`,
-    arenas.Arenas) until `shutdown` (Shutdown) is requested, then drain its clients and
+    arenas.Arenas) until `shutdown` (Shutdown) is requested, calling `ready()` once it
+    accepts connections (the supervisor's signal), then drain its clients and
     detach the arenas clean. A start that fails undoes itself: the arenas are detached
     clean (nothing was served, so the next start trusts them) and the files it created are
     removed, while a file that was there before, such as someone's warm arena, is left."""
@@ -109,6 +110,8 @@ async def serve(config, listeners, store, shutdown):
         created.remove(region_locked)
         raise
     server.log_ready()
+    if ready is not None:
+        ready()
     await shutdown.wait()
     await server.stop()
 

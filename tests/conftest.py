@@ -130,6 +130,40 @@ needs_populate_write = pytest.mark.skipif(not _kernel_at_least(5, 14),
                                           reason="MADV_POPULATE_WRITE needs Linux 5.14")
 
 
+# The directives of the configuration file Redis 7.0's test suite starts its servers with
+# (tests/assets/default.conf), the file's comments left out.
+REDIS_TEST_SUITE_CONF = """\
+always-show-logo yes
+notify-keyspace-events KEA
+daemonize no
+pidfile /var/run/redis.pid
+port 6379
+timeout 0
+bind 127.0.0.1
+loglevel verbose
+logfile ''
+databases 16
+latency-monitor-threshold 1
+repl-diskless-sync-delay 0
+save 900 1
+save 300 10
+save 60 10000
+rdbcompression yes
+dbfilename dump.rdb
+dir ./
+slave-serve-stale-data yes
+appendonly no
+appendfsync everysec
+no-appendfsync-on-rewrite no
+activerehashing yes
+enable-protected-configs yes
+enable-debug-command yes
+enable-module-command yes
+propagation-error-behavior panic
+shutdown-on-sigterm force
+"""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

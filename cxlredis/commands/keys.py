@@ -304,18 +304,15 @@ def _string_encoding(entry):
     return "embstr" if entry.value_len <= 44 else "raw"
 
 
-# Redis 7.0's defaults (hash-max-listpack-entries / -value) for keeping a hash compact.
-HASH_LISTPACK_ENTRIES = 512
-HASH_LISTPACK_VALUE = 64
-
-
-def _hash_encoding(entry):
-    """The encoding Redis would have for this hash were it built in one go."""
+def _hash_encoding(c, entry):
+    """The encoding Redis would have for this hash were it built in one go, by the limits
+    hash-max-listpack-entries and hash-max-listpack-value set."""
+    config = c.services.config
     fields = decode_hash(entry.view())
-    if len(fields) > HASH_LISTPACK_ENTRIES:
+    if len(fields) > config["hash-max-listpack-entries"]:
         return "hashtable"
     longest = max((max(len(f), len(v)) for f, v in fields.items()), default=0)
-    return "listpack" if longest <= HASH_LISTPACK_VALUE else "hashtable"
+    return "listpack" if longest <= config["hash-max-listpack-value"] else "hashtable"
 
 
 def cmd_object_encoding(c, argv):
@@ -325,7 +322,7 @@ def cmd_object_encoding(c, argv):
     if entry.type == TYPE_STRING:
         c.reply.bulk(_string_encoding(entry).encode())
     else:
-        c.reply.bulk(_hash_encoding(entry).encode())
+        c.reply.bulk(_hash_encoding(c, entry).encode())
 
 
 def cmd_object_refcount(c, argv):

@@ -291,7 +291,7 @@ def test_startup_log_names_listeners_and_sizes(cxl_factory):
     srv.client().set("a", "b")
     srv.kill9()
     srv.restart()
-    first, second = srv.log.split("starting, pid=")[1:3]
+    first, second = srv.log.split("cxlredis is starting")[1:3]
     assert f"* Running mode=standalone, port={srv.port}." in first
     assert f"* Ready to accept connections tcp 127.0.0.1:{srv.port}\n" in first
     assert f"* Ready to accept connections unix {srv.unixsocket}\n" in first
