@@ -117,13 +117,14 @@ def info_line(connection, running=None):
     """One CLIENT LIST line: Redis 7.0's fields in its order, then those of Redis 7.2's
     CLIENT SETINFO, then cxlredis's own tenant. `running` is the command the client is
     running (CLIENT LIST/INFO itself, for the caller): its arguments are argv-mem. Buffer
-    fields are cxlredis's: qbuf the bytes received and not yet parsed, obl the reply bytes
-    not yet handed to the transport, oll the arena values they reference, omem the bytes
-    the transport still holds; Redis's buffer-capacity fields (qbuf-free, rbs, rbp) are 0."""
+    fields are cxlredis's: qbuf the bytes received and not yet parsed, qbuf-free the room
+    left in the input buffer, obl the reply bytes not yet handed to the transport, oll the
+    arena values they reference, omem the bytes the transport still holds; tot-mem adds
+    them up. Redis's reply-buffer fields (rbs, rbp) are 0: replies have no fixed buffer."""
     s = connection.session
     subs = s.subscriptions
     now = time.monotonic()
-    qbuf = connection.parser.buffered
+    qbuf, qbuf_free = connection.parser.buffered, connection.parser.free
     argv_mem = sum(len(arg) for arg in running) if running else 0
     multi_mem = sum(len(arg) for queued in s.multi for arg in queued) if s.multi else 0
     obl = s.reply.pending
@@ -134,9 +135,9 @@ def info_line(connection, running=None):
             f"idle={int(now - connection.last_interaction)} flags={client_flags(connection)} "
             f"db={s.db} sub={len(subs.channels)} psub={len(subs.patterns)} "
             f"ssub={len(subs.shard_channels)} multi={len(s.multi) if s.multi is not None else -1} "
-            f"qbuf={qbuf} qbuf-free=0 argv-mem={argv_mem} multi-mem={multi_mem} rbs=0 rbp=0 "
-            f"obl={obl} oll={len(connection.inflight_pins)} omem={omem} "
-            f"tot-mem={qbuf + argv_mem + multi_mem + obl + omem} events={events} "
+            f"qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} multi-mem={multi_mem} "
+            f"rbs=0 rbp=0 obl={obl} oll={len(connection.inflight_pins)} omem={omem} "
+            f"tot-mem={qbuf + qbuf_free + argv_mem + multi_mem + obl + omem} events={events} "
             f"cmd={s.last_command} user={s.user.name.decode('utf-8', 'replace')} "
             f"redir={s.tracking.redirect if s.tracking is not None else -1} "
             f"resp={s.protocol} lib-name={s.lib_name.decode('utf-8', 'replace')} "

@@ -201,7 +201,7 @@ def reject(c, spec, error):
 
 def call(c, spec, argv):
     """Run one command's handler (also used by EXEC for queued commands)."""
-    failed = False
+    failed = out_of_memory = False
     mark = c.reply.mark()
     tracking = c.services.tracking
     # client-side caching: the generations of tracked keys a write may change
@@ -224,6 +224,7 @@ def call(c, spec, argv):
                 else f"ERR {e}" if isinstance(e, TenantError) else str(e))
         _unpin(c, c.reply.rollback(mark))
         failed = True
+        out_of_memory = isinstance(e, OutOfMemory)
         c.services.stats.error(text)
         with_reply_mode(c, lambda: c.reply.error(text))
     except Exception as e:  # a bug in a handler must not take the server down
@@ -248,6 +249,11 @@ def call(c, spec, argv):
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     # Looked up after the handler: CONFIG RESETSTAT counts itself, as in Redis.
     counters = c.services.stats.command(spec.name)
+    if out_of_memory:
+        # Redis refuses a write before it runs once memory is past maxmemory; the arena
+        # refuses the write that would pass it, changing nothing: rejected all the same.
+        counters[2] += 1
+        return
     counters[0] += 1
     counters[1] += elapsed_us
     counters[3] += failed

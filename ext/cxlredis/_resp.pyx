@@ -355,6 +355,11 @@ cdef class RequestParser:
         return self._end - self._start + (self._filled if self._target_set else 0)
 
     @property
+    def free(self):
+        """Room left in the input buffer before it must grow (Redis's qbuf-free)."""
+        return self._cap - self._end
+
+    @property
     def wants_target(self):
         return 0 if self._target_set else self._target_len
 

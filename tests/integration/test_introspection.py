@@ -270,6 +270,31 @@ def test_client_list_fields_and_flags(cxl):
         assert all(c["tenant"] == "" for c in listing.values())     # administrators
 
 
+def test_client_list_buffer_fields_are_measured(cxl):
+    """A client part-way through a command shows the bytes of it not yet parsed into
+    arguments (qbuf: the unfinished value, as Redis counts them) and the room left
+    for more (qbuf-free); one that does not read a large reply shows it pending (obl, oll or
+    omem); tot-mem is at least their sum."""
+    partial = b"*3\r\n$3\r\nSET\r\n$7\r\npartial\r\n$100\r\n" + b"x" * 40
+    with raw_connection(cxl.port) as me, raw_connection(cxl.port) as sender, \
+            raw_connection(cxl.port) as reader:
+        ask(me, "SET", "big", "v" * (8 << 20))
+        ask(sender, "CLIENT", "SETNAME", "sender")
+        ask(reader, "CLIENT", "SETNAME", "reader")
+        reader.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sender.send(partial)
+        reader.send(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n" * 4)
+        wait_until(lambda: int({c["name"]: c for c in clients(me)}["reader"]["omem"])
+                   + int({c["name"]: c for c in clients(me)}["reader"]["obl"]) > 0)
+        listing = {c["name"]: c for c in clients(me)}
+    sender, reader = listing["sender"], listing["reader"]
+    assert int(sender["qbuf"]) == 40 and int(sender["qbuf-free"]) > 0
+    assert int(sender["tot-mem"]) >= int(sender["qbuf"]) + int(sender["qbuf-free"])
+    pending = int(reader["obl"]) + int(reader["omem"])
+    assert pending > 0 and int(reader["tot-mem"]) >= pending
+    assert "w" in reader["events"] or int(reader["obl"]) > 0
+
+
 def test_client_list_filters(cxl):
     with raw_connection(cxl.port) as a, raw_connection(cxl.port) as b:
         ida, idb = ask(a, "CLIENT", "ID"), ask(b, "CLIENT", "ID")
