@@ -8,6 +8,7 @@ from . import __version__
 from ._store import ArenaError
 from .acl import check_user_directive
 from .arenas import Arenas
+from .commands.registry import rename
 from .config import Config, ConfigError
 from .listeners import Listeners
 from .server import Shutdown, serve, setup_logging
@@ -27,7 +28,8 @@ With no configuration file the embedded defaults apply: 127.0.0.1:6379 and a
 
 def load_config(argv, environ=os.environ):
     """The configuration, with its `user` and `tenant` directives checked by the ACL and the
-    tenants: a bad one is a fatal config error at its line. Raises ConfigError."""
+    tenants, and its `rename-command` directives applied to the command table: a bad one
+    is a fatal config error at its line. Raises ConfigError."""
     config = Config.load(argv, environ)
     for index, args in enumerate(config.users):
         try:
@@ -44,6 +46,11 @@ def load_config(argv, environ=os.environ):
             raise config.declaration_error(
                 "tenant", index, f"Error in tenant declaration '{name}': Duplicate tenant found")
         names.append(name)
+    for index, (old, new) in enumerate(config.renames):
+        try:
+            rename(old, new)
+        except ValueError as error:
+            raise config.declaration_error("rename-command", index, str(error)) from None
     return config
 
 

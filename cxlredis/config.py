@@ -1073,6 +1073,7 @@ class _Loading:
         self.including: list[str] = []
         self.users: list[list[str]] = []        # `user <name> <rule>...` directives, in order
         self.tenants: list[list[str]] = []      # `tenant <name> <setting>...` directives, in order
+        self.renames: list[list[str]] = []      # `rename-command <old> <new>` directives, in order
         # Where each of them was read, for the fatal error of a check made later
         # (the ACL and the tenants check them: they sit above this module).
         self.origins: dict[tuple[str, int], tuple[str, str]] = {}
@@ -1096,6 +1097,9 @@ class _Loading:
             return
         if name == "tenant" and args:
             self.tenant(args)
+            return
+        if name == "rename-command" and len(args) == 2:
+            self._declaration("rename-command", self.renames, args)
             return
         option = _BY_NAME.get(name)
         if option is None and name in _DEPRECATED_DIRECTIVES and len(args) == 1:
@@ -1244,6 +1248,7 @@ class Config:
         # The running server's `tenant` lines for CONFIG REWRITE; None leaves them as they are.
         self.tenant_lines: Callable[[], list[str]] | None = None
         self.without_effect: dict[str, str] = {}    # set by load: see ignored_directives
+        self.renames: tuple[tuple[str, str], ...] = ()  # `rename-command` directives, in order
 
     @classmethod
     def load(cls, argv: list[str], environ=os.environ) -> "Config":
@@ -1261,10 +1266,11 @@ class Config:
         config = cls(loading.values, defaults, path, users, tuple(map(tuple, loading.tenants)),
                      loading.origins)
         config.without_effect = loading.without_effect
+        config.renames = tuple(map(tuple, loading.renames))
         return config
 
     def declaration_error(self, kind: str, index: int, reason: str) -> ConfigError:
-        """The fatal config error for the index-th `user` or `tenant` directive, naming
+        """The fatal config error for the index-th `user`, `tenant` or `rename-command` directive, naming
         where it was read, as an error found while loading would."""
         where, shown = self._origins.get((kind, index), (None, None))
         return _fatal(where, shown, reason)

@@ -18,7 +18,7 @@ from .redirects import redirected_unread
 from ._resp import ProtocolError, QueryBufferLimit, ReplyWriter, RequestParser, receive_buffer
 from ._fastpath import serve as serve_fast
 from ._store import Keyspace, OutOfMemory
-from .commands import SPECS, find
+from .commands import SPECS, find, registry
 from .sessions import check_absent_watched_keys
 from .slots import SlotArg, release_slots
 
@@ -151,6 +151,7 @@ class Client(asyncio.BufferedProtocol):
             else:
                 parser.authenticated = True
                 if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted_keys
+                        and registry.fast_names_intact
                         and isinstance(store, Keyspace) and services.monitoring.watch_from_us
                         and not session.asking and not session.subscribed and session.tracking is None
                         and not services.notifications.from_commands and services.scripts.busy is None):

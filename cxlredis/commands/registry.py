@@ -23,6 +23,30 @@ def _tree():
 COMMANDS = _tree()
 
 
+# Whether every command of the C fast path still answers to its own name (rename-command).
+fast_names_intact = True
+
+
+def rename(old, new):
+    """redis.conf's `rename-command old new`: the command answers to `new` from now on, or
+    to no name at all when `new` is empty. It keeps its own name everywhere else (ACL
+    rules, COMMAND INFO's reply), as in Redis. Raises ValueError with Redis's reason."""
+    global fast_names_intact
+    old, new = command_name(old.encode()), command_name(new.encode())
+    spec = COMMANDS.get(old)
+    if spec is None:
+        raise ValueError("No such command in rename-command")
+    if new and new in COMMANDS:
+        raise ValueError("Target command name already exists")
+    del COMMANDS[old]
+    if new:
+        COMMANDS[new] = spec
+    _BY_RAW_NAME.clear()
+    fast_names = {s.name for s in SPECS if s.fast_op >= 0}
+    if old in fast_names or new in fast_names:
+        fast_names_intact = False       # the fast path knows the commands by their names
+
+
 def all_specs():
     """Every command and subcommand, containers first."""
     for spec in COMMANDS.values():

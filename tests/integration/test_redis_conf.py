@@ -121,3 +121,21 @@ def test_supervised_systemd_is_told_ready(tmp_path):
             assert server.client().ping()
         finally:
             server.close()
+
+
+@pytest.mark.parametrize("lines, reason", [
+    ("rename-command nosuch x\n", "No such command in rename-command"),
+    ("rename-command get set\n", "Target command name already exists"),
+    ("rename-command get x\nrename-command get y\n", "No such command in rename-command"),
+])
+def test_rename_command_errors_like_redis(tmp_path, lines, reason):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("port 0\n" + lines)
+    outputs = []
+    for argv in (["redis-server", str(conf)], [sys.executable, "-m", "cxlredis", str(conf)]):
+        run = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                             env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+        assert run.returncode != 0
+        outputs.append(run.stderr.strip().split("\n")[-2:])
+    theirs, ours = outputs
+    assert ours == theirs == [f">>> '{lines.strip().split(chr(10))[-1]}'", reason]
