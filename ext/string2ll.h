@@ -1,5 +1,6 @@
 /* A decimal 64-bit integer read as Redis's string2ll reads one (cxlredis._resp's lengths,
-   the fast path's INCRBY deltas and the counters it increments). */
+   the fast path's INCRBY deltas and the counters it increments), and written back (the
+   counters: snprintf's stream set-up cost more than the rest of an INCR's store work). */
 #ifndef CXLREDIS_STRING2LL_H
 #define CXLREDIS_STRING2LL_H
 
@@ -40,6 +41,22 @@ static inline int cx_string2ll(const char *s, size_t n, long long *out) {
         *out = (long long)v;
     }
     return 1;
+}
+
+/* v in decimal at out (room for 20 characters); returns the length. */
+static inline size_t cx_ll2string(char *out, long long v) {
+    char digits[20];
+    size_t n = 0, len = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = digits[--n];
+    return len;
 }
 
 #endif

@@ -18,7 +18,6 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact, PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t, uintptr_t
 from libc.limits cimport LLONG_MAX, LLONG_MIN
-from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy, memset
 from libc.errno cimport EAGAIN
 from posix.unistd cimport close as close_fd
@@ -315,6 +314,7 @@ cx_crc16_init()
 
 cdef extern from "string2ll.h":
     bint cx_string2ll(const char *s, size_t n, long long *out) noexcept nogil
+    size_t cx_ll2string(char *out, long long v) noexcept nogil
 
 cdef extern from "globmatch.h":
     int cx_glob(const uint8_t* p, size_t pn, const uint8_t* s, size_t sn, int nocase) nogil
@@ -881,21 +881,25 @@ cdef int incr_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, l
     cdef long long current = 0
     cdef uint64_t off
     cdef cx_entry* e
+    cdef int64_t expire_at = -1
     cdef char text[24]
     cdef Buf k, v
-    if holds_other_type(a, ks, pdb, key, key_len, STRING_TYPE):
-        return -1
+    # (the one lookup: an expired key it deletes is absent to the general path as well, and
+    # the LRU touch the general path repeats lands the key where it already is)
     off = write_lookup(a, ks, pdb, key, key_len)
     if off:
         e = CX_E(a.base, off)
+        if (e.type & CX_TYPE_MASK) != STRING_TYPE:
+            return -1
         if not cx_string2ll(<const char *>CX_VAL(e), e.value_len, &current):
             return -1
+        expire_at = e.expire_at     # kept, read before making room may evict the entry
     if delta > 0 and current > LLONG_MAX - delta or delta < 0 and current < LLONG_MIN - delta:
         return -1
     result[0] = current + delta
     plain_buf(&k, key, key_len)
-    plain_buf(&v, text, snprintf(text, sizeof(text), "%lld", result[0]))
-    put(a, ks.tenant, pdb, &k, &v, -1, STRING_TYPE, True, False)
+    plain_buf(&v, text, cx_ll2string(text, result[0]))
+    put(a, ks.tenant, pdb, &k, &v, expire_at, STRING_TYPE, False, False)
     return 0
 
 
