@@ -1,8 +1,9 @@
-"""Builds the Cython core (ext/) into cxlredis._store, ._resp, ._numbers, ._fastpath and ._cluster.
+"""Builds the Cython core (ext/) into cxlredis._store, ._resp, ._numbers, ._fastpath, ._cluster
+and ._strops.
 
 ext/cxlredis/ holds each extension's .pyx beside its .pxd (its typed boundary), laid out
 as the package they build into, so `cimport cxlredis._store` finds ext/cxlredis/_store.pxd;
-the C they wrap lives in ext/arena/, ext/cluster/ and ext/globmatch.[ch].
+the C they wrap lives in ext/arena/, ext/cluster/, ext/strops/ and ext/globmatch.[ch].
 
 Debug switches, as environment variables read at build time:
   CXLREDIS_ANNOTATE=1   write Cython's HTML annotation next to each .pyx
@@ -18,7 +19,7 @@ from setuptools import Extension, setup
 
 DEBUG = os.environ.get("CXLREDIS_DEBUG") == "1"
 TRACE = os.environ.get("CXLREDIS_TRACE") == "1"
-EXTENSIONS = os.environ.get("CXLREDIS_ONLY", "_store,_resp,_numbers,_fastpath,_cluster").split(",")
+EXTENSIONS = os.environ.get("CXLREDIS_ONLY", "_store,_resp,_numbers,_fastpath,_cluster,_strops").split(",")
 
 compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
 macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")] if TRACE else []
@@ -38,7 +39,7 @@ OUR_C = sorted(path for path in glob.glob("ext/**/*.[ch]", recursive=True)
                if not os.path.basename(path).startswith("_"))
 # C compiled beside an extension's .pyx (the arena's C is included by _store.pyx instead,
 # one translation unit with it)
-C_SOURCES = {"_store": ["ext/globmatch.c"]}
+C_SOURCES = {"_store": ["ext/globmatch.c"], "_strops": ["ext/strops/bitops.c", "ext/strops/lcs.c"]}
 
 
 def extension(name):

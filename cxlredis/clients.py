@@ -91,15 +91,17 @@ class Clients:
 
 
 def client_flags(connection):
-    """Redis's flag letters, in its order: O monitor, P subscribed, x MULTI, t tracking
-    (R its redirect is gone, B in BCAST mode), d a watched key changed, c closing after the
-    reply, U unix socket, e no-evict; N for none."""
+    """Redis's flag letters, in its order: O monitor, P subscribed, x MULTI, b blocked (a
+    pause holds its command, or WAIT), t tracking (R its redirect is gone, B in BCAST mode),
+    d a watched key changed, c closing after the reply, U unix socket, e no-evict; N for none."""
     s = connection.session
     flags = "O" if s.monitoring else ""
     if s.subscribed:
         flags += "P"
     if s.multi is not None:
         flags += "x"
+    if s.blocked is not None:
+        flags += "b"
     if s.tracking is not None:
         flags += "t" + ("R" if s.tracking.broken_redirect else "") + ("B" if s.tracking.bcast else "")
     if s.watched and watched_keys_changed(s):

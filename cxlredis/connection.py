@@ -54,6 +54,7 @@ class Client(asyncio.BufferedProtocol):
         self.last_interaction = now
         self.closing = False
         self.reading_paused = False
+        self.reading_held = False    # reading paused while its script runs on (resume_after_script)
         self.inflight_pins = []      # arena entries referenced by replies the transport still holds
         self.slots_received = False  # a SlotArg arrived since the last command: release what it left
         self.metered_out = 0         # bytes of the pending replies already metered (see _meter)
@@ -88,6 +89,7 @@ class Client(asyncio.BufferedProtocol):
         self.inflight_pins.extend(session.reply.discard())  # replies that will never be sent
         self._unpin_all()
         services.watchers.discard(session)
+        services.blocked.forget(session)     # a pause or a WAIT held it
         services.pubsub.drop_all(session)
         services.tracking.disable(session)
         services.clients.unregister(self)
@@ -98,6 +100,9 @@ class Client(asyncio.BufferedProtocol):
         if isinstance(abandoned, SlotArg):
             abandoned.release()  # a client that vanished mid-upload leaves nothing behind
         self.release_pending_slot()
+        if self.session.postponed is not None:     # the command a pause held
+            release_slots(self.session.postponed)
+            self.session.postponed = None
         self.session.discard_multi()
 
     def get_buffer(self, sizehint):
@@ -125,12 +130,15 @@ class Client(asyncio.BufferedProtocol):
             self.transport.resume_reading()
 
     def resume_after_script(self):
-        """Its script ended after being suspended (scripting.py): reply, and go on with
-        the input that waited meanwhile."""
+        """Its script ended after being suspended (scripting.py), or what blocked it is
+        over (blocked.py: the pause that held its command, its WAIT): reply, and go on with
+        the input that waited meanwhile (the held command first)."""
         if self.closing:
             return
-        if not self.reading_paused:
-            self.transport.resume_reading()
+        if self.reading_held:
+            self.reading_held = False
+            if not self.reading_paused:
+                self.transport.resume_reading()
         self.process()
 
     # --- the request loop ------------------------------------------------
@@ -145,25 +153,29 @@ class Client(asyncio.BufferedProtocol):
         hard, soft, _ = services.config["client-output-buffer-limit"]["normal"]
         output_budget = min(hard or soft, soft or hard)     # the lower limit set; 0 if none
         while not self.closing and not session.suspended:
-            if not session.authenticated:
+            held, session.postponed = session.postponed, None   # the command a pause held (blocked.py)
+            if held is None and not session.authenticated:
                 # Redis's pre-authentication limits hold while a password is required.
                 parser.authenticated = not services.acl.auth_required
-            else:
+            elif held is None:
                 parser.authenticated = True
                 if (session.multi is None and session.reply_mode == "on" and session.user.unrestricted_keys
-                        and registry.fast_names_intact
+                    and registry.fast_names_intact
                         and isinstance(store, Keyspace) and services.monitoring.watch_from_us
                         and not session.asking and not session.subscribed and session.tracking is None
-                        and not services.notifications.from_commands and services.scripts.busy is None):
+                        and not services.notifications.from_commands and services.scripts.busy is None
+                        and not services.blocked.paused):
                     # (watch_from_us is 0 while a client is in MONITOR: the general path refuses
-                    # its keyspace commands and feeds every command to it)
+                    # its keyspace commands and feeds every command to it; while clients are
+                    # paused every command goes to dispatch, which holds those the pause holds)
                     commands += self._serve_fast(store, output_budget)
                     if services.notifications.noting_drops:
                         services.notifications.publish_drops()
                     if output_budget and reply.pending >= output_budget and self._over_output_limit():
                         break
             try:
-                argv = parser.next_command()
+                # a held command is dispatched again, with every check, before any later input
+                argv = held if held is not None else parser.next_command()
             except ProtocolError as e:
                 reply.error("ERR " + str(e))
                 log.debug("Protocol error (%s) from client: %s", e, self.describe())
@@ -179,8 +191,9 @@ class Client(asyncio.BufferedProtocol):
                     break
                 self._supply_target(wanted)
                 continue
-            services.stats.total_commands_processed += 1
-            commands += 1
+            if held is None:        # (a held command was counted when it came)
+                services.stats.total_commands_processed += 1
+                commands += 1
             tracking = services.tracking
             tracking.running = session
             try:
@@ -192,7 +205,7 @@ class Client(asyncio.BufferedProtocol):
             if session.store is not store:
                 self._meter(store, commands)
                 store, commands = session.store, 0
-            if self.slots_received and session.multi is None:
+            if self.slots_received and session.multi is None and session.postponed is None:
                 self.slots_received = False
                 release_slots(argv)
             if session.close_after_command:
@@ -200,8 +213,12 @@ class Client(asyncio.BufferedProtocol):
                 self.close_after_reply()
                 return
             if session.suspended:
-                # its script runs on: the rest of the input waits for it (resume_after_script)
-                self.transport.pause_reading()
+                # the rest of the input waits (resume_after_script): for a script that runs
+                # on, unread; for a blocked client, read on, so a client that goes away is
+                # seen (the query buffer limit still holds)
+                if session.blocked is None:
+                    self.transport.pause_reading()
+                    self.reading_held = True
                 break
             if output_budget and reply.pending >= output_budget and self._over_output_limit():
                 break

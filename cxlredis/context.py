@@ -32,8 +32,8 @@ class Services(Parts):
 
     __slots__ = ("config", "acl", "tenants", "audit", "stats", "leases", "monitoring", "pubsub",
                  "notifications", "tracking", "scripts", "clients", "watchers", "cluster", "migrate_links", "version",
-                 "lastsave",
-                 "info", "check_arenas", "reset_stats", "request_shutdown",
+                 "persistence", "blocked",
+                 "info", "memory_report", "check_arenas", "release_memory", "reset_stats", "request_shutdown",
                  "check_shutdown_allowed")
 
 
@@ -51,7 +51,8 @@ class CallContext:
                  "laddr", "unix", "local", "created", "db", "protocol", "multi", "multi_dirty",
                  "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
                  "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued",
-                 "asking", "readonly", "subscriptions", "subscribed", "tracking", "suspended", "resume")
+                 "asking", "readonly", "subscriptions", "subscribed", "tracking", "suspended", "resume",
+                 "blocked", "postponed")
 
     def __init__(self, services, reply, store, created, dispatch_queued):
         self.services = services
@@ -83,8 +84,11 @@ class CallContext:
         self.subscriptions = Subscriptions()   # its channels, patterns and shard channels
         self.subscribed = False      # any of them (Redis's CLIENT_PUBSUB): RESP2 allows few commands
         self.tracking = None         # CLIENT TRACKING's tracking.Mode while it is on
-        self.suspended = False       # its script went past busy-reply-threshold: no commands until it ends
+        self.suspended = False       # no commands until resume(): its script went past
+                                     # busy-reply-threshold, or it is blocked (below)
         self.resume = None           # the connection's: go on with its input once the script ended
+        self.blocked = None          # suspended by blocked.py: CLIENT PAUSE holds its command, or WAIT
+        self.postponed = None        # the command CLIENT PAUSE holds, dispatched again when it ends
 
     def set_protocol(self, protover):
         self.protocol = protover

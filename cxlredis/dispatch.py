@@ -5,7 +5,9 @@ allows it → NOAUTH → no_multi → ACL
 (command, then keys and channels) → cluster redirect (MOVED, ASK, CROSSSLOT, TRYAGAIN,
 CLUSTERDOWN; cluster mode only) → -BUSY while a script runs past busy-reply-threshold
 (but for allow_busy commands) → evictions (back under maxmemory; -OOM for a denyoom
-command when nothing more can go) → MONITOR and RESP2 Pub/Sub restrictions → MULTI queueing → handler, timed, with
+command when nothing more can go; none while clients are paused) → MONITOR and RESP2
+Pub/Sub restrictions → CLIENT PAUSE (the command is held until the pause ends, then
+dispatched again: blocked.py) → MULTI queueing → handler, timed, with
 per-command calls/usec/rejected/failed counters and per-prefix error counters
 (INFO commandstats / errorstats). A write that still finds no room raises
 OutOfMemory from the arena, answered as -OOM. A command that succeeded and is
@@ -15,6 +17,7 @@ import logging
 import time
 
 from . import acl, errors, protected
+from .blocked import PAUSE_ALL
 from ._store import OutOfMemory, TenantError, WrongType
 from .commands import lookup
 from .commands.keyspecs import key_arguments
@@ -27,6 +30,8 @@ from .slots import release_slots
 log = logging.getLogger("cxlredis")
 
 SCRIPTS_RO = frozenset(("eval_ro", "evalsha_ro", "fcall_ro"))
+# Whose script or function may declare, by its flags, whether the call writes.
+SCRIPT_CALLS = frozenset(("eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"))
 
 ALLOWED_SUBSCRIBED = frozenset(("ping", "subscribe", "ssubscribe", "psubscribe", "unsubscribe",
                                 "sunsubscribe", "punsubscribe", "quit", "reset"))
@@ -59,8 +64,9 @@ def dispatch(c, argv):
         error = c.services.scripts.busy_error
     # Redis's performEvictions: get back under maxmemory before any command (it may have
     # been lowered); a command that may grow memory is refused when that is impossible.
-    if (error is None and not c.services.monitoring.evict_to_maxmemory(c.store.arena)
-            and "denyoom" in spec.flags):
+    # While clients are paused the dataset holds still: nothing is evicted, nothing refused.
+    if (error is None and not c.services.blocked.paused
+            and not c.services.monitoring.evict_to_maxmemory(c.store.arena) and "denyoom" in spec.flags):
         error = errors.OOM
     # A MONITOR connection is a replica to Redis: it may not touch the keyspace.
     if error is None and c.monitoring and spec.touches_keyspace:
@@ -83,6 +89,12 @@ def dispatch(c, argv):
             c.multi_dirty = True
         reject(c, spec, error)
         return
+    # (a MONITOR connection is a replica to Redis, and no pause holds a replica)
+    blocked = c.services.blocked
+    if (blocked.pause_kind and not c.monitoring
+            and (blocked.pause_kind == PAUSE_ALL or may_replicate(c, spec, argv))):
+        blocked.postpone(c, argv)       # its connection dispatches it again when the pause ends
+        return
     if c.multi is not None and spec.queued_in_multi:
         # Redis's queueMultiCommand keeps nothing of a transaction that cannot run any more.
         if c.multi_dirty or (c.watched and watched_keys_changed(c)):
@@ -92,6 +104,20 @@ def dispatch(c, argv):
         c.reply.simple("QUEUED")
         return
     call(c, spec, argv)
+
+
+def may_replicate(c, spec, argv):
+    """Whether a call may change the dataset, as Redis's processCommand decides what CLIENT
+    PAUSE WRITE holds: a write command, one flagged may_replicate (EVAL, PUBLISH...), or
+    EXEC of a transaction holding one. A script or function that declares flags is a write
+    unless it declares no-writes (Redis's scriptFlagsToCmdFlags)."""
+    if spec.name in SCRIPT_CALLS:
+        flags = c.services.scripts.declared_flags(c.tenant, spec.name, argv)
+        if flags is not None:
+            return "no-writes" not in flags
+    if spec.name == "exec" and c.multi:
+        return any(may_replicate(c, lookup(queued)[0], queued) for queued in c.multi)
+    return "write" in spec.flags or spec.may_replicate
 
 
 def acl_applies(user, spec):

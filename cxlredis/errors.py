@@ -113,3 +113,19 @@ def formatted(text):
     """An error as Redis's addReplyErrorFormat sends it: CR and LF at its ends trimmed (the
     reply writer turns those inside into spaces)."""
     return text.strip("\r\n")
+
+
+# Bitmap commands and LCS.
+BIT_OFFSET = "ERR bit offset is not an integer or out of range"
+BIT_VALUE = "ERR bit is not an integer or out of range"
+BIT_ARGUMENT = "ERR The bit argument must be 1 or 0."
+BITFIELD_TYPE = ("ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported "
+                 "but i64 is.")
+BITFIELD_OVERFLOW = "ERR Invalid OVERFLOW type specified"
+BITFIELD_RO_GET_ONLY = "ERR BITFIELD_RO only supports the GET subcommand"
+BITOP_NOT_ONE_KEY = "ERR BITOP NOT must be called with a single source key."
+LCS_NOT_STRINGS = "ERR The specified keys must contain string values"
+LCS_LEN_AND_IDX = "ERR If you want both the length and indexes, please just use IDX."
+LCS_TOO_LONG = "ERR String too long for LCS"
+LCS_OVER_LIMIT = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+LCS_NO_MEMORY = "ERR Insufficient memory, failed allocating transient memory for LCS"

@@ -8,6 +8,7 @@ import os
 import platform
 import resource
 import secrets
+import struct
 import sys
 import time
 
@@ -39,7 +40,12 @@ class Process:
         self.pid = os.getpid()
         self.run_id = secrets.token_hex(20)
         self.start_time = time.time()
-        self.lastsave = int(self.start_time)
+        self.memory_peak = 0         # the highest used_memory seen (the cron samples it)
+
+    def note_memory(self, used):
+        """used_memory as seen now: the peak follows it (MEMORY STATS's peak.allocated)."""
+        if used > self.memory_peak:
+            self.memory_peak = used
 
     def uptime(self):
         return int(time.time() - self.start_time)
@@ -48,11 +54,12 @@ class Process:
 class Sources(Parts):
     """What INFO and the Prometheus exporter read, handed over by the composition root:
     process (Process), config, stats (the command counters), clients, arenas
-    (arenas.Arenas), leases, tenants, cluster (None outside cluster mode), pubsub and
-    tracking."""
+    (arenas.Arenas), leases, tenants, cluster (None outside cluster mode), pubsub,
+    tracking, persistence (persistence.Persistence), blocked (blocked.Blocked) and
+    scripts (scripting.Scripts)."""
 
     __slots__ = ("process", "config", "stats", "clients", "arenas", "leases", "tenants", "cluster",
-                 "pubsub", "tracking")
+                 "pubsub", "tracking", "persistence", "blocked", "scripts")
 
 
 def info(sources, requested, client=None):
@@ -120,7 +127,7 @@ def _clients(s):
          max((c.parser.buffered for c in s.clients.connections()), default=0)),
         ("client_recent_max_output_buffer",
          max((c.session.reply.pending for c in s.clients.connections()), default=0)),
-        ("blocked_clients", 0),
+        ("blocked_clients", s.blocked.count()),
         ("tracking_clients", len(s.tracking.sessions)),
         ("clients_in_timeout_table", 0),
     ]
@@ -156,16 +163,24 @@ def _memory(s):
 
 
 def _persistence(s):
+    saves = s.persistence
     return [
         ("loading", 0),
         ("async_loading", 0),
         ("arena_recovery", s.arenas.main.recovery),
-        ("rdb_changes_since_last_save", 0),
-        ("rdb_bgsave_in_progress", 0),
-        ("rdb_last_save_time", s.process.lastsave),
-        ("rdb_last_bgsave_status", "ok"),
+        ("rdb_changes_since_last_save", saves.changes_since_save()),
+        ("rdb_bgsave_in_progress", int(saves.in_progress)),
+        ("rdb_last_save_time", saves.lastsave),
+        ("rdb_last_bgsave_status", "ok" if saves.last_bgsave_ok else "err"),
+        ("rdb_last_bgsave_time_sec", saves.last_bgsave_seconds),
+        ("rdb_current_bgsave_time_sec", saves.current_bgsave_seconds()),
+        ("rdb_saves", saves.saves),
         ("aof_enabled", 0),
         ("aof_rewrite_in_progress", 0),
+        ("aof_rewrite_scheduled", 0),
+        ("aof_last_rewrite_time_sec", -1),
+        ("aof_current_rewrite_time_sec", -1),
+        ("aof_last_bgrewrite_status", "ok"),
     ]
 
 
@@ -302,3 +317,161 @@ SECTIONS = {
     "keyspace": _keyspace, "commandstats": _commandstats, "latencystats": _latencystats,
     "arena": _arena, "tenants": _tenants,
 }
+
+
+# --- MEMORY STATS / DOCTOR / MALLOC-STATS -----------------------------------------
+# The arena is the allocator these report on: total.allocated is INFO's used_memory,
+# dataset.bytes its used_memory_dataset (the keys' and values' bytes), overhead.total the
+# rest of what the arena holds (superblock, index, entry headers, alignment), and
+# fragmentation INFO's mem_fragmentation_ratio (how split the free space is). What lives
+# outside the arena (client buffers, the Lua runtime) is reported in its own fields.
+MEMORY_DOCTOR_EMPTY_BYTES = 5 << 20
+_DOCTOR_EMPTY = (
+    "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be "
+    "used in these conditions. Please, leave for your mission on Earth and fill it with some data. "
+    "The new Sam and I will be back to our programming as soon as I finished rebooting.\n")
+_DOCTOR_FINE = ("Hi Sam, I can't find any memory issue in your instance. I can only account for "
+                "what occurs on this base.\n")
+_DOCTOR_ISSUES = "Sam, I detected a few issues in this Redis instance memory implants:\n\n"
+_DOCTOR_END = "I'm here to keep you safe, Sam. I want to help you.\n"
+_DOCTOR_PEAK = (
+    " * Peak memory: In the past this instance used more than 150% the memory that is currently "
+    "using. The allocator is normally not able to release memory after a peak, so you can expect to "
+    "see a big fragmentation ratio, however this is actually harmless and is only due to the memory "
+    "peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than expected, the "
+    "memory will be used as soon as you fill the Redis instance with more data. If the memory peak "
+    "was only occasional and you want to try to reclaim memory, please try the MEMORY PURGE command, "
+    "otherwise the only other option is to shutdown and restart the instance.\n\n")
+_DOCTOR_ALLOCATOR_RSS = (
+    " * High allocator RSS overhead: This instance has an RSS memory overhead is greater than 1.1 "
+    "(this means that the Resident Set Size of the allocator is much larger than the sum what the "
+    "allocator actually holds). This problem is usually due to a large peak memory (check if there "
+    "is a peak memory entry above in the report), you can try the MEMORY PURGE command to reclaim "
+    "it.\n\n")
+_DOCTOR_CLIENT_BUFFERS = (
+    " * Big client buffers: The clients output buffers in this instance are greater than 200K per "
+    "client (on average). This may result from different causes, like Pub/Sub clients subscribed to "
+    "channels bot not receiving data fast enough, so that data piles on the Redis instance output "
+    "buffer, or clients sending commands with large replies or very large sequences of commands in "
+    "the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it "
+    "causes problems in your instance, or to understand better why certain clients are using a big "
+    "amount of memory.\n\n")
+_DOCTOR_SCRIPTS = (
+    " * Many scripts: There seem to be many cached scripts in this instance (more than 1000). This "
+    "may be because scripts are generated and `EVAL`ed, instead of being parameterized (with KEYS "
+    "and ARGV), `SCRIPT LOAD`ed and `EVALSHA`ed. Unless `SCRIPT FLUSH` is called periodically, the "
+    "scripts' caches may end up consuming most of your memory.\n\n")
+
+
+def _float32(x):
+    """x as Redis's struct redisMemOverhead keeps its ratios: a C float."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+class MemoryReport:
+    """MEMORY STATS's fields (`fields`: (name, value) pairs in Redis 7.0's order, a db's
+    entry a list of pairs; ratios and percentages floats), MEMORY DOCTOR's text
+    (`doctor`) and MEMORY MALLOC-STATS's (`allocator`)."""
+
+    def __init__(self, fields, doctor, allocator):
+        self.fields = fields
+        self.doctor = doctor
+        self.allocator = allocator
+
+
+def memory_report(s, client=None):
+    """The report for a connection: the arena's totals, the keys of the keyspace it sees
+    (a tenant's own, as INFO keyspace)."""
+    arena = s.arenas.main
+    st = arena.stats()
+    total = st["used_memory"]
+    s.process.note_memory(total)
+    peak = s.process.memory_peak
+    startup = total - st["heap_used"]           # the superblock and the index, fixed at format
+    connections = s.clients.connections()
+    clients_normal = sum(c.parser.buffered + c.session.reply.pending
+                         + (c.transport.get_write_buffer_size() if c.transport is not None else 0)
+                         for c in connections)
+    lua, functions, scripts = s.scripts.memory()
+    store = client.store if client is not None else arena
+    header = arena.layout()["header_bytes"]
+    dbs, keys = [], 0
+    for db in range(s.config["databases"]):
+        count = store.dbsize(db)
+        if count:
+            keys += count
+            # each key's entry header is its index entry and its object (the TTL lives in it)
+            dbs.append((f"db.{db}", [("overhead.hashtable.main", count * header),
+                                     ("overhead.hashtable.expires", 0),
+                                     ("overhead.hashtable.slot-to-keys", 0)]))
+    dataset = st["used_memory_dataset"]
+    net = total - startup if total > startup else 1
+    resident = st["backing_bytes"]
+    rss = _rss_bytes()
+    fields = [
+        ("peak.allocated", peak),
+        ("total.allocated", total),
+        ("startup.allocated", startup),
+        ("replication.backlog", 0),
+        ("clients.slaves", 0),
+        ("clients.normal", clients_normal),
+        ("cluster.links", 0),
+        ("aof.buffer", 0),
+        ("lua.caches", lua),
+        ("functions.caches", functions),
+        *dbs,
+        ("overhead.total", total - dataset),
+        ("keys.count", keys),
+        ("keys.bytes-per-key", net // keys if keys else 0),
+        ("dataset.bytes", dataset),
+        ("dataset.percentage", _float32(dataset * 100 / net)),
+        ("peak.percentage", _float32(total * 100 / peak) if peak else 0.0),
+        ("allocator.allocated", total),
+        ("allocator.active", total),
+        ("allocator.resident", resident),
+        ("allocator-fragmentation.ratio", _float32(1.0)),
+        ("allocator-fragmentation.bytes", 0),
+        ("allocator-rss.ratio", _float32(resident / total) if total else 0.0),
+        ("allocator-rss.bytes", resident - total),
+        ("rss-overhead.ratio", _float32(rss / resident) if resident else 0.0),
+        ("rss-overhead.bytes", rss - resident),
+        ("fragmentation", _float32(st["fragmentation"])),
+        ("fragmentation.bytes", st["free_bytes"] - st["largest_free"]),
+    ]
+    return MemoryReport(fields, _doctor(total, peak, resident, clients_normal, len(connections), scripts),
+                        _allocator_text(s, st))
+
+
+def _doctor(total, peak, resident, clients_normal, clients, scripts):
+    """MEMORY DOCTOR as Redis words it. Of its checks, those that can fire on an arena:
+    the peak, backed pages the arena no longer uses (MEMORY PURGE gives them back), client
+    buffers, the script cache. (Its allocator fragmentation checks cannot: blocks are what
+    they hold; nor does it count the interpreter's own memory as the process's overhead.)"""
+    if total < MEMORY_DOCTOR_EMPTY_BYTES:
+        return _DOCTOR_EMPTY
+    issues = []
+    if _float32(peak / total) > 1.5:
+        issues.append(_DOCTOR_PEAK)
+    if resident / total > 1.1 and resident - total > 10 << 20:
+        issues.append(_DOCTOR_ALLOCATOR_RSS)
+    if clients and clients_normal // clients > 200 << 10:
+        issues.append(_DOCTOR_CLIENT_BUFFERS)
+    if scripts > 1000:
+        issues.append(_DOCTOR_SCRIPTS)
+    if not issues:
+        return _DOCTOR_FINE
+    return _DOCTOR_ISSUES + "".join(issues) + _DOCTOR_END
+
+
+def _allocator_text(s, st):
+    """MEMORY MALLOC-STATS: the arena allocator's own numbers, one "name: value" a line."""
+    lines = ["___ Begin cxlredis arena statistics ___", f"arena: {s.arenas.path}"]
+    lines += [f"{name}: {value:.4f}" if isinstance(value, float) else f"{name}: {value}"
+              for name, value in st.items()]
+    for name, arena in s.arenas.tenants.by_name.items():
+        tenant = arena.stats()
+        lines.append(f"tenant {name}'s arena: used_memory {tenant['used_memory']}, heap_size "
+                     f"{tenant['heap_size']}, free_bytes {tenant['free_bytes']}, largest_free "
+                     f"{tenant['largest_free']}")
+    lines.append("___ End cxlredis arena statistics ___")
+    return "\n".join(lines) + "\n"

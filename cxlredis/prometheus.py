@@ -80,8 +80,8 @@ class ServerCollector:
         yield GaugeMetricFamily("cxlredis_connected_clients", "Client connections open.",
                                 value=len(sources.clients))
         yield GaugeMetricFamily("cxlredis_blocked_clients",
-                                "Clients blocked in a command (cxlredis has no blocking commands).",
-                                value=0)
+                                "Clients blocked: held by CLIENT PAUSE, or in WAIT.",
+                                value=sources.blocked.count())
         yield CounterMetricFamily("cxlredis_connections_received", "Connections accepted.",
                                   value=stats.total_connections_received)
         yield CounterMetricFamily("cxlredis_rejected_connections", "Connections refused (maxclients).",

@@ -243,6 +243,35 @@ class Scripts:
     def find(self, namespace, sha):
         return self.cache(namespace).get(bytes(sha).lower())
 
+    def declared_flags(self, namespace, command, argv):
+        """The flags the script or function of an EVAL-like or FCALL-like call declares (a
+        set), or None when it declares none (no shebang: compatibility mode) or is not
+        known yet: Redis's evalGetCommandFlags and fcallGetCommandFlags, which make a call
+        a write, or not, before it runs (CLIENT PAUSE WRITE asks)."""
+        if command.startswith("fcall"):
+            function = self.libraries(namespace).function(argv[1])
+            return function.flags if function is not None else None
+        if command.startswith("evalsha"):
+            script = self.find(namespace, argv[1]) if len(argv[1]) == 40 else None
+        else:
+            body = bytes(argv[1])
+            script = self.cache(namespace).get(sha1hex(body))
+            if script is None:
+                try:
+                    flags, shebang, _ = parse_shebang(body)
+                except CommandError:
+                    return None
+                return flags if shebang else None
+        return script.flags if script is not None and script.shebang else None
+
+    def memory(self):
+        """(bytes the Lua runtime holds, bytes of the function libraries' code, scripts
+        cached): MEMORY STATS's lua.caches and functions.caches, and MEMORY DOCTOR's count."""
+        lua = self.lua.get_memory_used() or 0
+        code = sum(len(library.code) for libraries in self.function_libraries.values()
+                   for library in libraries.libraries.values())
+        return lua, code, sum(len(cache) for cache in self.caches.values())
+
     def flush(self, namespace):
         self.caches.pop(namespace, None)
         forget_library_state(namespace)

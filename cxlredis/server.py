@@ -15,7 +15,9 @@ from ._resp import LargeValueThreshold
 from ._store import region_locked
 from .acl import Acl
 from .audit import AuditLog
+from .blocked import Blocked
 from .clients import Clients
+from .commands import all_specs
 from .cluster.links import Bus
 from .cluster.migrate import MigrateLinks
 from .cluster.nodes_conf import NodesConfError
@@ -28,6 +30,7 @@ from .leases import Leases
 from .metrics import LATENCY_BUCKETS, Process, Sources, human_bytes
 from .monitoring import Monitoring
 from .notifications import Notifications
+from .persistence import Persistence
 from .prometheus import Exporter
 from .pubsub import PubSub
 from .scripting import Scripts
@@ -42,9 +45,20 @@ class Stats:
     """Counters for INFO stats / commandstats / errorstats (reset by CONFIG RESETSTAT)."""
 
     def __init__(self):
+        # the write commands, whose successful calls are the dataset's changes (persistence.py)
+        self.write_commands = frozenset(spec.name for spec in all_specs() if "write" in spec.flags)
+        self.changes_before_reset = 0
+        self.commands = {}
         self.reset()
 
+    def changes(self):
+        """Write commands that succeeded since start, CONFIG RESETSTAT or not (what INFO's
+        rdb_changes_since_last_save counts from), from the per-command counters."""
+        return self.changes_before_reset + sum(
+            counters[0] - counters[3] for name, counters in self.commands.items() if name in self.write_commands)
+
     def reset(self):
+        self.changes_before_reset = self.changes()
         self.total_connections_received = 0
         self.total_commands_processed = 0
         self.net_input_bytes = 0
@@ -135,6 +149,8 @@ class Server:
         self.fast_counters = FastCounters()     # the C fast path's, folded into stats per batch
         self.watchers = set()                   # sessions WATCHing a key that did not exist
         self.migrate_links = MigrateLinks()     # MIGRATE's cached connections to its targets
+        self.persistence = Persistence(store, self.stats.changes)   # SAVE, BGSAVE, LASTSAVE
+        self.blocked = Blocked()                # CLIENT PAUSE and WAIT
         # every connection's parser and reply writer, and the fast path, read this one
         self.large_threshold = LargeValueThreshold(config["large-value-threshold"])
         self.monitoring = Monitoring(config)       # SLOWLOG, LATENCY and MONITOR clients
@@ -160,16 +176,18 @@ class Server:
         sources = Sources(process=self.process, config=config, stats=self.stats,
                           clients=self.clients, arenas=store, leases=self.leases,
                           tenants=self.tenants, cluster=self.cluster, pubsub=self.pubsub,
-                          tracking=self.tracking)
+                          tracking=self.tracking, persistence=self.persistence, blocked=self.blocked,
+                          scripts=self.scripts)
         self.exporter = Exporter(sources)          # Prometheus (metrics-port)
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
             leases=self.leases, monitoring=self.monitoring, pubsub=self.pubsub,
             notifications=self.notifications, tracking=self.tracking, scripts=self.scripts,
             clients=self.clients, watchers=self.watchers, cluster=self.cluster, migrate_links=self.migrate_links,
-            version=REDIS_COMPAT_VERSION, lastsave=self.process.lastsave,
+            version=REDIS_COMPAT_VERSION, persistence=self.persistence, blocked=self.blocked,
             info=lambda sections, session: metrics.info(sources, sections, session),
-            check_arenas=store.check, reset_stats=self.reset_stats,
+            memory_report=lambda session: metrics.memory_report(sources, session),
+            check_arenas=store.check, release_memory=store.release_free_pages, reset_stats=self.reset_stats,
             request_shutdown=shutdown.request, check_shutdown_allowed=shutdown.check_allowed)
 
     def new_connection(self):
@@ -272,12 +290,15 @@ class Server:
         if self.scripts.busy is not None:
             return      # the keyspace is a running script's (Redis runs no cron meanwhile either)
         store = self.store
-        # An expire step is bounded so a cron tick never stalls clients.
-        self.monitoring.latency.timed("expire-cycle", lambda: store.expire_cycle(self.config["hz"]))
-        # A lowered maxmemory takes effect without waiting for a command (Redis's eviction
-        # time proc), so its evicted events go out.
-        for arena in store.every():
-            self.monitoring.evict_to_maxmemory(arena)
+        self.process.note_memory(store.main.used_memory)
+        # While clients are paused (blocked.py) the dataset holds still: no expiry, no eviction.
+        if not self.blocked.paused:
+            # An expire step is bounded so a cron tick never stalls clients.
+            self.monitoring.latency.timed("expire-cycle", lambda: store.expire_cycle(self.config["hz"]))
+            # A lowered maxmemory takes effect without waiting for a command (Redis's eviction
+            # time proc), so its evicted events go out.
+            for arena in store.every():
+                self.monitoring.evict_to_maxmemory(arena)
         self.notifications.publish_drops()
         # Idle big free blocks go back to the kernel, a bounded amount per tick.
         self.monitoring.latency.timed("release-free-pages", store.release_free_pages)
@@ -307,6 +328,7 @@ class Server:
             except OSError as e:
                 log.warning("Could not save the cluster config %s: %s", self.cluster.path, e)
         self.listeners.close()
+        self.blocked.unpause()      # (the expiry hold is process-wide: not left behind)
         connections = self.clients.connections()
         for c in connections:
             c.flush()
@@ -324,6 +346,7 @@ class Server:
             os.unlink(self.config["pidfile"])
         self.migrate_links.close_all()
         self.exporter.stop()  # its thread reads the arena: stop it before the arena goes
+        self.persistence.join()     # a BGSAVE's thread syncs the arenas: let it end first
         self.store.close()
         log.warning("cxlredis is now ready to exit, bye bye...")
 

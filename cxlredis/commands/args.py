@@ -23,6 +23,21 @@ def parse_int(arg, error=errors.NOT_INTEGER):
     return int(raw)
 
 
+def parse_timeout_ms(arg):
+    """A timeout in milliseconds as Redis's getTimeoutFromObjectOrReply reads one (WAIT,
+    CLIENT PAUSE): an integer, not negative; 0 stands for none."""
+    timeout = parse_int(arg, "ERR timeout is not an integer or out of range")
+    if timeout < 0:
+        raise CommandError("ERR timeout is negative")
+    return timeout
+
+
 def upper(arg):
     """An option keyword, upper-cased for comparison."""
     return bytes(arg).decode("utf-8", "replace").upper()
+
+
+def c_word(arg):
+    """An argument as Redis's strcasecmp compares it with a keyword: up to its first NUL
+    byte, ASCII letters folded to lower case (b"GET\\0x" is b"get")."""
+    return bytes(arg).partition(b"\0")[0].lower()

@@ -2,9 +2,10 @@
 import time
 
 from .. import acl, errors
+from ..blocked import PAUSE_ALL, PAUSE_WRITE
 from ..errors import CommandError
 from ..tracking import Mode
-from .args import parse_int, upper
+from .args import c_word, parse_int, parse_timeout_ms, upper
 
 PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
 BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
@@ -248,6 +249,36 @@ def kill(c, victims, argv):
     c.services.clients.disconnect(victims, c)
 
 
+def for_administrators(c, what):
+    """Refuse what (a command's name) to a tenant's connection: it acts on the whole server,
+    every tenant's clients or data, as TENANT's management does."""
+    if c.tenant is not None:
+        raise CommandError(f"ERR {what} is for administrators: this connection belongs to "
+                           f"tenant '{c.tenant}'")
+
+
+def cmd_client_pause(c, argv):
+    """CLIENT PAUSE timeout [WRITE|ALL], as Redis 7.0 (blocked.py holds the commands)."""
+    if len(argv) > 4:
+        raise CommandError(errors.subcommand_syntax(argv))
+    kind = PAUSE_ALL
+    if len(argv) == 4:
+        mode = c_word(argv[3])
+        if mode not in (b"write", b"all"):
+            raise CommandError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+        kind = PAUSE_WRITE if mode == b"write" else PAUSE_ALL
+    timeout = parse_timeout_ms(argv[2])
+    for_administrators(c, "CLIENT PAUSE")
+    c.services.blocked.pause(timeout, kind)
+    c.reply.ok()
+
+
+def cmd_client_unpause(c, argv):
+    for_administrators(c, "CLIENT UNPAUSE")
+    c.services.blocked.unpause()
+    c.reply.ok()
+
+
 def cmd_client_setinfo(c, argv):
     attr = upper(argv[2])
     value = bytes(argv[3])
@@ -471,6 +502,10 @@ CLIENT_HELP = (
     "    Return information about client connections. Options:",
     "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
     "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
     "REPLY (ON|OFF|SKIP)",

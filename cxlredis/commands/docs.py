@@ -116,6 +116,10 @@ _FLUSH_HISTORY = ("4.0.0: Added the `ASYNC` flushing mode modifier.",
                   "6.2.0: Added the `SYNC` flushing mode modifier.")
 _SCAN_TAIL = (pattern("pattern", token="MATCH", optional=True),
               integer("count", token="COUNT", optional=True))
+# BITCOUNT's and BITPOS's unit of start and end (7.0), and BITFIELD's GET.
+_INDEX_UNIT = oneof("index_unit", token("BYTE"), token("BIT"), since="7.0.0", optional=True)
+_INDEX_UNIT_HISTORY = ("7.0.0: Added the `BYTE|BIT` option.",)
+_BITFIELD_GET = block("encoding_offset", string("encoding"), integer("offset"), token="GET")
 _RESTORE_ARGUMENTS = (_KEY, integer("ttl"), string("serialized-value"),
                       token("REPLACE", since="3.0.0", optional=True),
                       token("ABSTTL", since="5.0.0", optional=True),
@@ -199,6 +203,10 @@ DOCS = {
         oneof("enabled", token("ON"), token("OFF")),
         string("endpoint-type", token="moving-endpoint-type", optional=True)),
     "client|no-evict": doc(oneof("enabled", token("ON"), token("OFF"))),
+    "client|pause": doc(
+        integer("timeout"),
+        oneof("mode", token("WRITE"), token("ALL"), since="6.2.0", optional=True),
+        history=("6.2.0: `CLIENT PAUSE WRITE` mode added along with the `mode` option.",)),
     "client|tracking": doc(
         oneof("status", token("ON"), token("OFF")),
         integer("client-id", token="REDIRECT", optional=True),
@@ -281,6 +289,9 @@ DOCS = {
     "flushall": doc(_FLUSH_MODE, history=_FLUSH_HISTORY),
     "swapdb": doc(integer("index1"), integer("index2")),
     "memory|usage": doc(_KEY, integer("count", token="SAMPLES", optional=True)),
+    "bgsave": doc(token("SCHEDULE", since="3.2.2", optional=True),
+                  history=("3.2.2: Added the `SCHEDULE` option.",)),
+    "wait": doc(integer("numreplicas"), integer("timeout")),
 
     # --- transactions -----------------------------------------------------
     "watch": doc(key("key", 0, multiple=True)),
@@ -353,6 +364,41 @@ DOCS = {
     "incrby": doc(_KEY, integer("increment")),
     "decrby": doc(_KEY, integer("decrement")),
     "incrbyfloat": doc(_KEY, double("increment")),
+    "lcs": doc(key("key1", 0), key("key2", 0), token("LEN", optional=True),
+               token("IDX", optional=True), integer("len", token="MINMATCHLEN", optional=True),
+               token("WITHMATCHLEN", optional=True)),
+
+    # --- bitmaps ----------------------------------------------------------
+    "setbit": doc(_KEY, integer("offset"), integer("value")),
+    "getbit": doc(_KEY, integer("offset")),
+    "bitcount": doc(
+        _KEY,
+        block("index", integer("start"), integer("end"), _INDEX_UNIT, optional=True),
+        history=_INDEX_UNIT_HISTORY),
+    "bitpos": doc(
+        _KEY, integer("bit"),
+        block("index", integer("start"),
+              block("end_index", integer("end"), _INDEX_UNIT, optional=True),
+              optional=True),
+        history=_INDEX_UNIT_HISTORY),
+    "bitop": doc(string("operation"), key("destkey", 0), key("key", 1, multiple=True)),
+    "bitfield": doc(
+        _KEY,
+        oneof("operation",
+              _BITFIELD_GET,
+              block("write",
+                    oneof("wrap_sat_fail", token("WRAP"), token("SAT"), token("FAIL"),
+                          token="OVERFLOW", optional=True),
+                    oneof("write_operation",
+                          block("encoding_offset_value", string("encoding"), integer("offset"),
+                                integer("value"), token="SET"),
+                          block("encoding_offset_increment", string("encoding"), integer("offset"),
+                                integer("increment"), token="INCRBY"))),
+              optional=True, multiple=True)),
+    "bitfield_ro": doc(
+        _KEY,
+        block("encoding_offset", string("encoding"), integer("offset"), token="GET",
+              optional=True, multiple=True, multiple_token=True)),
 
     # --- keyspace ---------------------------------------------------------
     "del": doc(key("key", 0, multiple=True)),

@@ -315,26 +315,33 @@ def _hash_encoding(c, entry):
     return "listpack" if longest <= config["hash-max-listpack-value"] else "hashtable"
 
 
+def encoding(c, entry):
+    """OBJECT ENCODING's answer for entry (DEBUG OBJECT's too)."""
+    return _string_encoding(entry) if entry.type == TYPE_STRING else _hash_encoding(c, entry)
+
+
+def refcount(c, entry):
+    """OBJECT REFCOUNT's answer for entry (DEBUG OBJECT's too): Redis shares the objects of
+    the integers 0..9999 (refcount INT_MAX) unless an LRU/LFU policy with a maxmemory limit
+    needs per-key access times."""
+    value = stored_int(entry) if entry.type == TYPE_STRING else None
+    shared = (value is not None and 0 <= value < 10000
+              and (c.services.config["maxmemory"] == 0 or not c.store.policy.endswith(("-lru", "-lfu"))))
+    return INT32_MAX if shared else 1
+
+
 def cmd_object_encoding(c, argv):
     entry = _object_entry(c, argv)
     if entry is None:
         return
-    if entry.type == TYPE_STRING:
-        c.reply.bulk(_string_encoding(entry).encode())
-    else:
-        c.reply.bulk(_hash_encoding(c, entry).encode())
+    c.reply.bulk(encoding(c, entry).encode())
 
 
 def cmd_object_refcount(c, argv):
     entry = _object_entry(c, argv)
     if entry is None:
         return
-    # Redis shares the objects of the integers 0..9999 (refcount INT_MAX) unless an
-    # LRU/LFU policy with a maxmemory limit needs per-key access times.
-    value = stored_int(entry) if entry.type == TYPE_STRING else None
-    shared = (value is not None and 0 <= value < 10000
-              and (c.services.config["maxmemory"] == 0 or not c.store.policy.endswith(("-lru", "-lfu"))))
-    c.reply.integer(INT32_MAX if shared else 1)
+    c.reply.integer(refcount(c, entry))
 
 
 def cmd_object_idletime(c, argv):
@@ -379,7 +386,8 @@ def cmd_object_help(c, argv):
 
 
 # --- MEMORY --------------------------------------------------------------
-# MEMORY USAGE answers what the entry's arena block really occupies.
+# MEMORY USAGE answers what the entry's arena block really occupies (the server-wide
+# reports, DOCTOR, STATS, MALLOC-STATS and PURGE, are in commands/server.py).
 
 
 def cmd_memory_usage(c, argv):
@@ -402,6 +410,14 @@ def cmd_memory_usage(c, argv):
 
 MEMORY_HELP = (
     "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return memory problems reports.",
+    "MALLOC-STATS",
+    "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
     "USAGE <key> [SAMPLES <count>]",
     "    Return memory in bytes used by <key> and its value. Nested values are",
     "    sampled up to <count> times (default: 5, 0 means sample all).",

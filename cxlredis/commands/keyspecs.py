@@ -14,7 +14,15 @@ import re
 from .args import is_int64
 from .table import READ, WRITE
 
-__all__ = ("READ", "WRITE", "key_arguments", "key_positions")
+__all__ = ("READ", "WRITE", "key_arguments", "key_flags", "key_positions")
+
+# The order in which Redis lists a key's flags (COMMAND GETKEYSANDFLAGS, key specs).
+KEY_FLAG_ORDER = ("RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key",
+                  "incomplete", "variable_flags")
+# A key spec flagged variable_flags: the flags its command's key_access gives, by access,
+# as Redis's getkeys_proc sets them (SET's with GET and without, BITFIELD's).
+_FLAGS_OF_ACCESS = {READ: ("RO", "access"), WRITE: ("OW", "update"),
+                    READ | WRITE: ("RW", "access", "update")}
 
 
 class _KeyPlan:
@@ -95,15 +103,21 @@ def _keyword_end(ks, argv):
 
 
 def _searched_keys(plan, argv):
-    """Redis's getKeysUsingKeySpecs, then its fallback to the command's getkeys_proc."""
+    return [(index, ks.access if ks is not None else plan.access)
+            for index, ks in _searched(plan.searched, plan.get_keys, argv)]
+
+
+def _searched(key_specs, get_keys, argv):
+    """Redis's getKeysUsingKeySpecs, then its fallback to the command's getkeys_proc:
+    (index, the key spec that found it, None for the fallback's keys) of each key."""
     argc = len(argv)
     found = []
-    for ks in plan.searched:
+    for ks in key_specs:
         if ks.keynum:
             keys = _counted_keys(ks, argv)
             if keys is None:                # no valid count: no keys (EVAL's getkeys_proc agrees)
                 return []
-            found += [(index, ks.access) for index in keys]
+            found += [(index, ks) for index in keys]
             continue
         first = _keyword_end(ks, argv) if ks.keyword else ks.index
         if first is None:
@@ -115,9 +129,8 @@ def _searched_keys(plan, argv):
         else:
             last = argc + ks.last_key
         if last >= argc or last < first or first >= argc or "incomplete" in ks.flags:
-            keys = plan.get_keys(argv) if plan.get_keys is not None else []
-            return [(index, plan.access) for index in keys]
-        found += [(index, ks.access) for index in range(first, last + 1, ks.key_step)]
+            return [(index, None) for index in (get_keys(argv) if get_keys is not None else [])]
+        found += [(index, ks) for index in range(first, last + 1, ks.key_step)]
     return found
 
 
@@ -155,3 +168,29 @@ def c_atoi(raw):
 def key_positions(spec, argv, include_not_keys=False):
     """The argument indexes of a call's keys, in key-spec order (see key_arguments)."""
     return [index for index, _ in key_arguments(spec, argv, include_not_keys)]
+
+
+def key_flags(spec, argv):
+    """(argument index, flags) of every key of a call, as COMMAND GETKEYSANDFLAGS answers
+    them: the same keys as key_arguments, each with the flags of the key spec that found
+    it, in Redis's order. A spec flagged variable_flags gives the flags its command's
+    key_access reads from the arguments; keys the command's get_keys found (a spec could
+    not) have the flags its key specs share, as Redis's getkeys_procs set them (MIGRATE's)."""
+    key_specs = tuple(ks for ks in spec.key_specs if "not_key" not in ks.flags)
+    if any(ks.keyword or ks.keynum or "incomplete" in ks.flags for ks in key_specs):
+        shared = {flag for ks in key_specs for flag in ks.flags} - {"incomplete"}
+        found = [(index, ks.flags if ks is not None else shared)
+                 for index, ks in _searched(key_specs, spec.get_keys, argv)]
+    else:
+        argc = len(argv)
+        found = []
+        for ks in key_specs:
+            flags = _FLAGS_OF_ACCESS[spec.key_access(argv)] if "variable_flags" in ks.flags else ks.flags
+            if ks.last_key >= 0:
+                last = ks.index + ks.last_key
+            elif ks.limit:
+                last = ks.index + (argc - ks.index) // ks.limit + ks.last_key
+            else:
+                last = argc + ks.last_key
+            found += [(index, flags) for index in range(ks.index, last + 1, ks.key_step) if index < argc]
+    return [(index, tuple(flag for flag in KEY_FLAG_ORDER if flag in flags)) for index, flags in found]

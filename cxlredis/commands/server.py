@@ -1,15 +1,23 @@
-"""Server commands: INFO, CONFIG *, COMMAND *, TIME, LASTSAVE, SHUTDOWN, FUNCTION FLUSH, DEBUG."""
+"""Server commands: INFO, CONFIG *, COMMAND *, TIME, SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE,
+ROLE, WAIT, SHUTDOWN, DEBUG, and MEMORY's server-wide reports (DOCTOR, STATS, MALLOC-STATS,
+PURGE)."""
+import logging
 import time
 
 from .. import errors, protected
 from .._store import glob_match
 from ..config import ConfigSetError
 from ..errors import CommandError
+from ..persistence import BGSAVE_IN_PROGRESS
 from . import registry
-from .args import upper
-from .keyspecs import key_positions
-from .connection import reply_help
+from .args import c_word, parse_int, parse_timeout_ms, upper
+from .keys import encoding, refcount
+from .keyspecs import key_flags, key_positions
+from .connection import for_administrators, reply_help
 from .docs import DOCS, NO_DOCS
+from .migration import payload_parts
+
+log = logging.getLogger("cxlredis")
 
 
 def cmd_info(c, argv):
@@ -129,6 +137,27 @@ def cmd_command_docs(c, argv):
 
 
 def cmd_command_getkeys(c, argv):
+    target, spec = _command_to_read(argv)
+    keys = key_positions(spec, target)
+    _check_keys_found(spec, keys)
+    c.reply.array(len(keys))
+    for i in keys:
+        c.reply.bulk(target[i])
+
+
+def cmd_command_getkeysandflags(c, argv):
+    target, spec = _command_to_read(argv)
+    keys = key_flags(spec, target)
+    _check_keys_found(spec, keys)
+    c.reply.array(len(keys))
+    for i, flags in keys:
+        c.reply.array(2)
+        c.reply.bulk(target[i])
+        _reply_simple_set(c.reply, flags)
+
+
+def _command_to_read(argv):
+    """COMMAND GETKEYS[ANDFLAGS]'s full command and its spec, with Redis's checks."""
     target = argv[2:]
     spec = registry.find(target)
     if spec is None:
@@ -137,15 +166,14 @@ def cmd_command_getkeys(c, argv):
         raise CommandError("ERR The command has no key arguments")
     if not registry.arity_fits(spec, len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
-    keys = key_positions(spec, target)
-    if not keys:        # none in these arguments (MIGRATE k ... KEYS x)
-        if "no_mandatory_keys" in spec.flags:       # EVAL with no keys is fine
-            c.reply.array(0)
-            return
+    return target, spec
+
+
+def _check_keys_found(spec, keys):
+    """None in these arguments (MIGRATE k ... KEYS x) is an error, but where keys are
+    optional (EVAL with none): then the reply is empty."""
+    if not keys and "no_mandatory_keys" not in spec.flags:
         raise CommandError("ERR Invalid arguments specified for command")
-    c.reply.array(len(keys))
-    for i in keys:
-        c.reply.bulk(target[i])
 
 
 COMMAND_HELP = (
@@ -325,8 +353,67 @@ def cmd_time(c, argv):
     c.reply.bulk(str(now % 1_000_000))
 
 
+# --- persistence (persistence.py: the arenas are it) --------------------------
 def cmd_lastsave(c, argv):
-    c.reply.integer(c.services.lastsave)
+    c.reply.integer(c.services.persistence.lastsave)
+
+
+def cmd_save(c, argv):
+    persistence = c.services.persistence
+    for_administrators(c, "SAVE")
+    if persistence.in_progress:
+        raise CommandError(BGSAVE_IN_PROGRESS)
+    try:
+        persistence.save()
+    except OSError as e:
+        log.warning("Failed saving the DB: %s", e)
+        raise CommandError("ERR") from None     # Redis's bare -ERR
+    c.reply.ok()
+
+
+def cmd_bgsave(c, argv):
+    # SCHEDULE waits for another child process in Redis; here there is none to wait for.
+    if len(argv) > 1 and (len(argv) > 2 or c_word(argv[1]) != b"schedule"):
+        raise CommandError(errors.SYNTAX)
+    persistence = c.services.persistence
+    for_administrators(c, "BGSAVE")
+    if persistence.in_progress:
+        raise CommandError(BGSAVE_IN_PROGRESS)
+    if c.multi is not None:         # inside EXEC: once the transaction is done
+        persistence.schedule_background()
+        c.reply.simple("Background saving scheduled")
+        return
+    persistence.start_background()
+    c.reply.simple("Background saving started")
+
+
+def cmd_bgrewriteaof(c, argv):
+    # No append-only file, so nothing to rewrite; Redis's answers, as with appendonly no.
+    if c.services.persistence.in_progress or c.multi is not None:
+        c.reply.simple("Background append only file rewriting scheduled")
+    else:
+        c.reply.simple("Background append only file rewriting started")
+
+
+# --- replication: a primary without replicas ------------------------------------
+def cmd_role(c, argv):
+    c.reply.array(3)
+    c.reply.bulk("master")
+    c.reply.integer(0)          # master_repl_offset: nothing is replicated
+    c.reply.array(0)            # no replicas
+
+
+def cmd_wait(c, argv):
+    numreplicas = parse_int(argv[1])
+    timeout = parse_timeout_ms(argv[2])
+    if numreplicas <= 0 or c.multi is not None:     # as many as asked acknowledged (0), or EXEC
+        c.reply.integer(0)
+        return
+    c.services.blocked.wait(c, timeout, _no_replica_acknowledged)
+
+
+def _no_replica_acknowledged(c):
+    c.reply.integer(0)
 
 
 def cmd_shutdown(c, argv):
@@ -345,6 +432,8 @@ DEBUG_HELP = (
     "ARENA-CHECK",
     "    Check every structure of the arena (index, allocator, LRU lists, counters);",
     "    returns the list of problems found, empty when consistent.",
+    "OBJECT <key>",
+    "    Show low level info about `key` and associated value.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
     "HELP",
@@ -368,5 +457,57 @@ def cmd_debug(c, argv):
         c.reply.array(len(problems))
         for p in problems:
             c.reply.bulk(p)
+    elif sub == "OBJECT" and len(argv) == 3:
+        debug_object(c, argv[2])
     else:
         raise CommandError(errors.subcommand_syntax(argv))
+
+
+LRU_CLOCK_MAX = (1 << 24) - 1       # Redis's LRU clock: seconds, in 24 bits
+
+
+def debug_object(c, key):
+    """DEBUG OBJECT's line, Redis's fields: where the value is (in this process's mapping
+    of the arena), OBJECT REFCOUNT's and ENCODING's answers, the length of its RDB (DUMP)
+    serialization, the LRU clock of its last access and the seconds since."""
+    entry = c.store.find(c.db, key, touch=False, stats=False)
+    if entry is None:
+        raise CommandError(errors.NO_SUCH_KEY)
+    head, body, footer = payload_parts(entry)
+    serialized = len(head) + len(body) + len(footer) - 11   # not its type byte, version, CRC
+    idle_ms = entry.idle_ms
+    lru = ((time.time_ns() // 1_000_000 - idle_ms) // 1000) & LRU_CLOCK_MAX
+    c.reply.simple(f"Value at:{hex(c.store.arena.address + entry.mapped_offset)} "
+                   f"refcount:{refcount(c, entry)} encoding:{encoding(c, entry)} "
+                   f"serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle_ms // 1000}")
+
+
+# --- MEMORY's server-wide reports (metrics.memory_report; MEMORY USAGE is in keys.py) ----
+def cmd_memory_stats(c, argv):
+    r = c.reply
+    fields = c.services.memory_report(c).fields
+    r.map(len(fields))
+    for name, value in fields:
+        r.bulk(name)
+        if isinstance(value, list):         # a db's
+            r.map(len(value))
+            for inner, number in value:
+                r.bulk(inner)
+                r.integer(number)
+        elif isinstance(value, float):
+            r.double(value)
+        else:
+            r.integer(value)
+
+
+def cmd_memory_doctor(c, argv):
+    c.reply.verbatim(c.services.memory_report(c).doctor)
+
+
+def cmd_memory_malloc_stats(c, argv):
+    c.reply.verbatim(c.services.memory_report(c).allocator)
+
+
+def cmd_memory_purge(c, argv):
+    c.services.release_memory()     # the arenas' idle free pages back to their backings
+    c.reply.ok()

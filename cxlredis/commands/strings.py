@@ -1,4 +1,4 @@
-"""String commands: GET/SET and their variants, counters, ranges.
+"""String commands: GET/SET and their variants, counters, ranges, LCS.
 
 A large value argument of SET/SETNX/SETEX/PSETEX/GETSET/MSET/MSETNX arrives as
 a SlotArg already inside its arena block; `c.store_value` commits it there, so
@@ -8,13 +8,17 @@ the value is never copied through Python. Values go back out through
 Lookups follow Redis's: reads (GET, MGET, GETRANGE, ...) touch the LRU and
 count hits/misses; the lookups of write commands (INCR, APPEND, SETNX, ...)
 touch but do not count (Redis's lookupKeyWrite).
+
+LCS fills its table and walks it in C (cxlredis._strops) over the two entries'
+views; the bitmap commands, strings too, are in commands/bitmaps.py.
 """
 from .. import errors
 from .._numbers import NotAFloat, incr_by_float
 from .._store import TYPE_STRING, now_ms
+from .._strops import lcs, lcs_table_bytes
 from ..errors import CommandError
 from ..notifications import GENERIC, KEY_MISS, NEW, STRING
-from .args import INT64_MAX, INT64_MIN, is_int64, parse_int, upper
+from .args import INT64_MAX, INT64_MIN, c_word, is_int64, parse_int, upper
 from ..sessions import touch_absent_watched_key
 
 def find_string(c, key, for_write=False):
@@ -223,7 +227,8 @@ def cmd_msetnx(c, argv):
 
 
 # --- lengths and ranges --------------------------------------------------
-def _notify_update(c, key, event, created):
+def notify_update(c, key, event, created):
+    """A string command's events for a write to key: "new" if it created it, then its own."""
     if created:
         c.notify(NEW, b"new", key)
     c.notify(STRING, event, key)
@@ -240,7 +245,7 @@ def cmd_append(c, argv):
     if entry is not None:
         _check_length(c, entry.value_len, len(data))
     c.reply.integer(store.append(c.db, key, data))
-    _notify_update(c, key, b"append", entry is None)
+    notify_update(c, key, b"append", entry is None)
 
 
 def cmd_setrange(c, argv):
@@ -258,7 +263,7 @@ def cmd_setrange(c, argv):
         return
     _check_length(c, offset, len(data))
     c.reply.integer(store.setrange(c.db, key, offset, data))
-    _notify_update(c, key, b"setrange", entry is None)
+    notify_update(c, key, b"setrange", entry is None)
 
 
 def cmd_getrange(c, argv):
@@ -307,7 +312,7 @@ def _incr_by(c, key, delta):
         raise CommandError(errors.OVERFLOW)
     c.store.set(c.db, key, b"%d" % value, keep_ttl=True)
     c.reply.integer(value)
-    _notify_update(c, key, b"incrby", entry is None)
+    notify_update(c, key, b"incrby", entry is None)
 
 
 def cmd_incr(c, argv):
@@ -341,4 +346,71 @@ def cmd_incrbyfloat(c, argv):
         raise CommandError(errors.INCRFLOAT_NAN_INF) from None
     c.store.set(c.db, key, text, keep_ttl=True)
     c.reply.bulk(text)
-    _notify_update(c, key, b"incrbyfloat", entry is None)
+    notify_update(c, key, b"incrbyfloat", entry is None)
+
+
+# --- LCS -----------------------------------------------------------------
+# Redis keeps each LCS length in 32 bits: strings this long or longer are refused.
+_LCS_MAX_LEN = (1 << 32) - 2
+
+
+def _lcs_options(argv):
+    """LCS's options as Redis's strcasecmp reads them: (idx, len, withmatchlen, minmatchlen)."""
+    idx = length = with_len = False
+    min_len, i = 0, 3
+    while i < len(argv):
+        word = c_word(argv[i])
+        if word == b"idx":
+            idx = True
+        elif word == b"len":
+            length = True
+        elif word == b"withmatchlen":
+            with_len = True
+        elif word == b"minmatchlen" and i + 1 < len(argv):
+            min_len = max(parse_int(argv[i + 1]), 0)
+            i += 1
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    if idx and length:
+        raise CommandError(errors.LCS_LEN_AND_IDX)
+    return idx, length, with_len, min_len
+
+
+def cmd_lcs(c, argv):
+    # both keys are read before the options (a missing key is an empty string)
+    entries = c.find(argv[1]), c.find(argv[2])
+    if any(entry is not None and entry.type != TYPE_STRING for entry in entries):
+        raise CommandError(errors.LCS_NOT_STRINGS)
+    idx, length_only, with_len, min_len = _lcs_options(argv)
+    a, b = (entry.view() if entry is not None else b"" for entry in entries)
+    if len(a) >= _LCS_MAX_LEN or len(b) >= _LCS_MAX_LEN:
+        raise CommandError(errors.LCS_TOO_LONG)
+    # the table Redis fills is transient memory, bounded by proto-max-bulk-len
+    if lcs_table_bytes(len(a), len(b)) > c.services.config["proto-max-bulk-len"]:
+        raise CommandError(errors.LCS_OVER_LIMIT)
+    try:
+        length, text, ranges = lcs(a, b, walk=idx or not length_only, ranges=idx, minlen=min_len)
+    except MemoryError:
+        raise CommandError(errors.LCS_NO_MEMORY) from None
+    reply = c.reply
+    if idx:
+        reply.map(2)
+        reply.bulk(b"matches")
+        reply.array(len(ranges))
+        for (a_start, a_end), (b_start, b_end) in ranges:
+            reply.array(3 if with_len else 2)
+            reply.array(2)
+            reply.integer(a_start)
+            reply.integer(a_end)
+            reply.array(2)
+            reply.integer(b_start)
+            reply.integer(b_end)
+            if with_len:
+                reply.integer(a_end - a_start + 1)
+        reply.bulk(b"len")
+        reply.integer(length)
+    elif length_only:
+        reply.integer(length)
+    else:
+        reply.bulk(text)

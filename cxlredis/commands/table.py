@@ -11,6 +11,7 @@ lists its subcommands as `container|sub` entries.
 """
 from dataclasses import dataclass, field, replace
 
+from .args import c_word
 from .._fastpath import (FAST_DECR_OP, FAST_DECRBY_OP, FAST_DEL_OP, FAST_EXISTS_OP, FAST_EXPIRE_OP, FAST_GET_OP,
                          FAST_HGET_OP, FAST_HSET_OP, FAST_INCR_OP, FAST_INCRBY_OP, FAST_MGET_OP, FAST_PTTL_OP,
                          FAST_SET_OP, FAST_TTL_OP)
@@ -28,6 +29,7 @@ ACL_CATEGORIES = (
 # Which module holds the handlers of each family.
 FAMILY_MODULES = {
     "string": "strings",
+    "bitmap": "bitmaps",
     "generic": "keys",
     "hash": "hashes",
     "connection": "connection",
@@ -95,6 +97,13 @@ class CommandSpec:
     # The arguments that are channels, as ACL channel rules (&...) check them (Redis's
     # getChannelsFromCommand): (first, last (-1: to the end), whether they are patterns).
     channel_args: tuple = ()
+    # Redis's CMD_MAY_REPLICATE, which COMMAND INFO hides: not flagged write, yet it may
+    # change the dataset (or a replica's view of it), so CLIENT PAUSE WRITE holds it too.
+    # Of the commands here Redis 7.0 gives it to EVAL, EVALSHA, FCALL, PUBLISH and SPUBLISH
+    # (found by sending each command not flagged write to a paused redis-server 7.0.15);
+    # cxlredis adds the commands of its own that change the dataset (CXL RESERVE/COMMIT,
+    # TENANT DELETE).
+    may_replicate: bool = False
     subcommands: dict = field(default_factory=dict)
     handler: object = None
 
@@ -180,6 +189,21 @@ def _set_key_access(argv):
     return WRITE
 
 
+def _bitfield_key_access(argv):
+    """BITFIELD only reads its key when every subcommand is a GET (or an OVERFLOW), as
+    Redis's bitfieldGetKeys walks them; anything else, a syntax error too, may write it."""
+    i, argc = 2, len(argv)
+    while i < argc:
+        word, more = c_word(argv[i]), argc - i - 1
+        if word == b"get" and more >= 2:
+            i += 3
+        elif word == b"overflow" and more >= 1:
+            i += 2
+        else:
+            return READ | WRITE
+    return READ
+
+
 # MIGRATE's options before KEYS, and how many arguments each takes.
 _MIGRATE_OPTION_ARGS = {b"copy": 0, b"replace": 0, b"auth": 1, b"auth2": 2}
 
@@ -236,6 +260,7 @@ _RESTORE_COMPLEXITY = (
     "sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is "
     "O(log(N)).")
 _LATENCY_TIPS = ("nondeterministic_output", "request_policy:all_nodes", "response_policy:special")
+_MEMORY_REPORT_TIPS = ("nondeterministic_output", "request_policy:all_shards", "response_policy:special")
 
 SPECS = [
     # --- connection -------------------------------------------------------
@@ -280,6 +305,12 @@ SPECS = [
     cmd("client|no-evict", 3, "admin " + _CLIENT_SUB, acl="connection", **_CONN,
         summary="Set client eviction mode for the current connection", since="7.0.0",
         complexity="O(1)"),
+    cmd("client|pause", -3, "admin " + _CLIENT_SUB, acl="connection", **_CONN,
+        summary="Stop processing commands from clients for some time", since="2.9.50",
+        complexity="O(1)"),
+    cmd("client|unpause", 2, "admin " + _CLIENT_SUB, acl="connection", **_CONN,
+        summary="Resume processing of clients that were paused", since="6.2.0",
+        complexity="O(N) Where N is the number of paused clients"),
     cmd("client|reply", 3, _CLIENT_SUB, acl="connection", **_CONN,
         summary="Instruct the server whether to reply to commands", since="3.2.0", complexity="O(1)"),
     cmd("client|tracking", -3, _CLIENT_SUB, acl="connection", **_CONN,
@@ -347,7 +378,7 @@ SPECS = [
     cmd("tenant|create", -3, _TENANT_ADMIN, **_TENANT,
         summary="Create a tenant: a key namespace with a quota, a policy, users and shared grants",
         complexity="O(N) where N is the number of connected clients"),
-    cmd("tenant|delete", 3, _TENANT_ADMIN, **_TENANT,
+    cmd("tenant|delete", 3, _TENANT_ADMIN, **_TENANT, may_replicate=True,
         summary="Delete a tenant and all its keys, closing its users' connections",
         complexity="O(N) where N is the number of keys in the arena"),
     cmd("tenant|info", 3, _TENANT_ADMIN, **_TENANT,
@@ -378,10 +409,10 @@ SPECS = [
         complexity="O(N) where N is the number of keys", key_specs=(ks("RO access", 2, -1),)),
     cmd("cxl|release", -3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
         summary="End leases held by this connection", complexity="O(N) where N is the number of leases"),
-    cmd("cxl|reserve", -4, "denyoom noscript", acl=_CXL_MAPPING, **_CXL,
+    cmd("cxl|reserve", -4, "denyoom noscript", acl=_CXL_MAPPING, **_CXL, may_replicate=True,
         summary="Lease an uncommitted arena block that the client fills through its mapping",
         complexity="O(1)", key_specs=(ks("OW update", 2),)),
-    cmd("cxl|commit", 3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
+    cmd("cxl|commit", 3, "noscript fast", acl=_CXL_MAPPING, **_CXL, may_replicate=True,
         summary="Make a filled reservation the key's value, atomically", complexity="O(1)"),
     cmd("cxl|abort", 3, "noscript fast", acl=_CXL_MAPPING, **_CXL,
         summary="Free a reservation without storing it", complexity="O(1)"),
@@ -429,6 +460,9 @@ SPECS = [
     cmd("command|getkeys", -4, "loading stale", acl="connection", **_SERVER,
         summary="Extract keys given a full Redis command", since="2.8.13",
         complexity="O(N) where N is the number of arguments to the command"),
+    cmd("command|getkeysandflags", -4, "loading stale", acl="connection", **_SERVER,
+        summary="Extract keys and access flags given a full Redis command", since="7.0.0",
+        complexity="O(N) where N is the number of arguments to the command"),
     cmd("command|help", 2, "loading stale", acl="connection", **_SERVER,
         summary="Show helpful text about the different subcommands", since="5.0.0", complexity="O(1)"),
     cmd("time", 1, "loading stale fast", **_SERVER, summary="Return the current server time",
@@ -436,15 +470,30 @@ SPECS = [
     cmd("lastsave", 1, "loading stale fast", acl="admin dangerous", **_SERVER,
         summary="Get the UNIX time stamp of the last successful save to disk", since="1.0.0",
         complexity="O(1)", tips=("nondeterministic_output",)),
+    # The arena is the persistence: a save makes it durable on its backing (persistence.py).
+    cmd("save", 1, "admin noscript no_async_loading no_multi", **_SERVER,
+        summary="Synchronously save the dataset to disk", since="1.0.0",
+        complexity="O(N) where N is the total number of keys in all databases"),
+    cmd("bgsave", -1, "admin noscript no_async_loading", **_SERVER,
+        summary="Asynchronously save the dataset to disk", since="1.0.0", complexity="O(1)"),
+    cmd("bgrewriteaof", 1, "admin noscript no_async_loading", **_SERVER,
+        summary="Asynchronously rewrite the append-only file", since="1.0.0", complexity="O(1)"),
+    cmd("role", 1, "noscript loading stale fast", acl="admin dangerous", **_SERVER,
+        summary="Return the role of the instance in the context of replication", since="2.8.12",
+        complexity="O(1)"),
+    cmd("wait", 3, "noscript", acl="connection", group="generic", family="server",
+        summary="Wait for the synchronous replication of all the write commands sent in the "
+        "context of the current connection", since="3.0.0", complexity="O(1)",
+        tips=("request_policy:all_shards", "response_policy:agg_min")),
     cmd("shutdown", -1, "admin noscript loading stale no_multi allow_busy", **_SERVER,
         summary="Synchronously save the dataset to disk and then shut down the server", since="1.0.0",
         complexity="O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)"),
     # --- scripting -------------------------------------------------------
-    cmd("eval", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_KEYS,
+    cmd("eval", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_KEYS, may_replicate=True,
         summary="Execute a Lua script server side", **_EVAL_DOCS),
     cmd("evalsha", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=(replace(_EVAL_KEYS[0], notes=""),),
-        summary="Execute a Lua script server side", **_EVAL_DOCS),
+        may_replicate=True, summary="Execute a Lua script server side", **_EVAL_DOCS),
     cmd("eval_ro", -3, "readonly " + _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_RO_KEYS,
         summary="Execute a read-only Lua script server side", since="7.0.0",
         complexity="Depends on the script that is executed."),
@@ -472,7 +521,7 @@ SPECS = [
         tips=("request_policy:all_shards", "response_policy:one_succeeded")),
     cmd("script|help", 2, "loading stale", acl="scripting", **_SCRIPTING,
         summary="Show helpful text about the different subcommands", since="5.0.0", complexity="O(1)"),
-    cmd("fcall", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_KEYS,
+    cmd("fcall", -3, _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_KEYS, may_replicate=True,
         summary="Invoke a function", **_FCALL_DOCS),
     cmd("fcall_ro", -3, "readonly " + _EVAL, acl="scripting", **_SCRIPTING, key_specs=_EVAL_RO_KEYS,
         summary="Invoke a read-only function", **_FCALL_DOCS),
@@ -564,6 +613,7 @@ SPECS = [
         complexity="O(N+M) where N is the number of patterns the client is already subscribed and M "
                    "is the number of total patterns subscribed in the system (by any client)."),
     cmd("publish", 3, "pubsub loading stale fast", **_PUBSUB, channel_args=(1, 1, False),
+        may_replicate=True,
         summary="Post a message to a channel", since="2.0.0",
         complexity="O(N+M) where N is the number of clients subscribed to the receiving channel and M "
                    "is the total number of subscribed patterns (by any client)."),
@@ -575,6 +625,7 @@ SPECS = [
         summary="Stop listening for messages posted to the given shard channels", since="7.0.0",
         complexity="O(N) where N is the number of clients already subscribed to a shard channel."),
     cmd("spublish", 3, "pubsub loading stale fast", **_PUBSUB, channel_args=(1, 1, False),
+        may_replicate=True,
         key_specs=(ks("not_key", 1),),
         summary="Post a message to a shard channel", since="7.0.0",
         complexity="O(N) where N is the number of clients subscribed to the receiving shard channel."),
@@ -764,6 +815,38 @@ SPECS = [
         summary="Increment the float value of a key by the given amount", since="2.6.0",
         complexity="O(1)", key_specs=(ks("RW access update", 1),)),
 
+    cmd("lcs", -3, "readonly", acl="string", group="string",
+        summary="Find longest common substring", since="7.0.0",
+        complexity="O(N*M) where N and M are the lengths of s1 and s2, respectively",
+        key_specs=(ks("RO access", 1, 1),)),
+
+    # --- bitmaps (commands/bitmaps.py) ------------------------------------
+    cmd("setbit", 4, "write denyoom", acl="bitmap", group="bitmap",
+        summary="Sets or clears the bit at offset in the string value stored at key", since="2.2.0",
+        complexity="O(1)", key_specs=(ks("RW access update", 1),)),
+    cmd("getbit", 3, "readonly fast", acl="bitmap", group="bitmap",
+        summary="Returns the bit value at offset in the string value stored at key", since="2.2.0",
+        complexity="O(1)", key_specs=(ks("RO access", 1),)),
+    cmd("bitcount", -2, "readonly", acl="bitmap", group="bitmap",
+        summary="Count set bits in a string", since="2.6.0", complexity="O(N)",
+        key_specs=(ks("RO access", 1),)),
+    cmd("bitpos", -3, "readonly", acl="bitmap", group="bitmap",
+        summary="Find first bit set or clear in a string", since="2.8.7", complexity="O(N)",
+        key_specs=(ks("RO access", 1),)),
+    cmd("bitop", -4, "write denyoom", acl="bitmap", group="bitmap",
+        summary="Perform bitwise operations between strings", since="2.6.0", complexity="O(N)",
+        key_specs=(ks("OW update", 2), ks("RO access", 3, -1))),
+    cmd("bitfield", -2, "write denyoom", acl="bitmap", group="bitmap",
+        summary="Perform arbitrary bitfield integer operations on strings", since="3.2.0",
+        complexity="O(1) for each subcommand specified",
+        key_specs=(ks("RW access update variable_flags", 1,
+                      notes="This command allows both access and modification of the key"),),
+        key_access=_bitfield_key_access),
+    cmd("bitfield_ro", -2, "readonly fast", acl="bitmap", group="bitmap",
+        summary="Perform arbitrary bitfield integer operations on strings. Read-only variant of "
+        "BITFIELD", since="6.0.0", complexity="O(1) for each subcommand specified",
+        key_specs=(ks("RO access", 1),)),
+
     # --- serialized values and their transfer (commands/migration.py) ------
     cmd("dump", 2, "readonly", acl="keyspace", group="generic", **_MIGRATION,
         summary="Return a serialized version of the value stored at the specified key.",
@@ -902,6 +985,17 @@ SPECS = [
         complexity="O(N) where N is the number of samples.", key_specs=(ks("RO", 2),)),
     cmd("memory|help", 2, "loading stale", group="server", family="keys",
         summary="Show helpful text about the different subcommands", since="4.0.0", complexity="O(1)"),
+    # The arena is the allocator these report on (commands/server.py, metrics.py).
+    cmd("memory|doctor", 2, group="server", summary="Outputs memory problems report", since="4.0.0",
+        complexity="O(1)", tips=_MEMORY_REPORT_TIPS),
+    cmd("memory|stats", 2, group="server", summary="Show memory usage details", since="4.0.0",
+        complexity="O(1)", tips=_MEMORY_REPORT_TIPS),
+    cmd("memory|malloc-stats", 2, group="server", summary="Show allocator internal stats",
+        since="4.0.0", complexity="Depends on how much memory is allocated, could be slow",
+        tips=_MEMORY_REPORT_TIPS),
+    cmd("memory|purge", 2, group="server", summary="Ask the allocator to release memory",
+        since="4.0.0", complexity="Depends on how much memory is allocated, could be slow",
+        tips=("request_policy:all_shards", "response_policy:all_succeeded")),
     # --- cluster (commands/cluster.py, docs/cluster.md) ------------------
 cmd("asking", 1, "fast", acl="connection", **_CLUSTER,
         summary="Sent by cluster clients after an -ASK redirect", since="3.0.0", complexity="O(1)"),

@@ -149,6 +149,9 @@ CX_API void cx_os_prefault(char *base, uint64_t size) {
         *c = *c;
     }
 }
+/* SAVE: every page of the mapping written back to the backing, waited for; 0 or an errno
+   (a device's pages need no writing back: its msync returns at once) */
+CX_API int cx_os_sync(char *base, uint64_t size) { return msync(base, size, MS_SYNC) == 0 ? 0 : errno; }
 CX_API void cx_os_unmap(char *base, uint64_t size, int fd, int sync) {
     if (sync) msync(base, size, MS_SYNC);
     munmap(base, size);

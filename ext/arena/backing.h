@@ -22,6 +22,7 @@ CX_API int cx_os_map(int fd, uint64_t off, uint64_t size, char **out);
 CX_API void cx_os_hugepages(char *base, uint64_t size);
 CX_API int cx_os_bind(char *base, uint64_t size, int node);
 CX_API void cx_os_prefault(char *base, uint64_t size);
+CX_API int cx_os_sync(char *base, uint64_t size);
 CX_API void cx_os_unmap(char *base, uint64_t size, int fd, int sync);
 
 #endif

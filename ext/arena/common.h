@@ -43,6 +43,11 @@ static inline void cx_acquire_fence(void) { __atomic_thread_fence(__ATOMIC_ACQUI
 static int cx_crash_at = 0;
 #define CX_CRASH_POINT(n) do { if (__builtin_expect(cx_crash_at == (n), 0)) raise(SIGKILL); } while (0)
 
+/* While clients are paused (CLIENT PAUSE) the dataset holds still, as Redis keeps it
+   then: a lookup reports an expired entry missing but leaves it where it is, for the
+   first lookup after the pause (or active expiry) to drop. Process-wide, every arena. */
+static int cx_expiry_held = 0;
+
 static inline int64_t cx_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -159,10 +159,12 @@ CX_API uint64_t cx_lookup(char *base, unsigned tenant, unsigned pdb, const uint8
         cx_entry *e = CX_E(base, off);
         if (e->expire_at != -1 || touch) now = cx_now_ms();
         if (cx_expired(e, now)) {
-            cx_note_drop(base, off, CX_NOTE_EXPIRED);
-            cx_drop(base, off, 1);
-            sb->expired++;
-            t->expired++;
+            if (!cx_expiry_held) {
+                cx_note_drop(base, off, CX_NOTE_EXPIRED);
+                cx_drop(base, off, 1);
+                sb->expired++;
+                t->expired++;
+            }
             off = 0;
         } else if (corrupt && !cx_value_intact(e)) {
             cx_drop(base, off, 1);

@@ -181,6 +181,7 @@ cdef extern from "arena/common.h":
     void cx_acquire_fence() nogil
     int64_t cx_now_ms() nogil
     int cx_crash_at
+    int cx_expiry_held
 
 cdef extern from "arena/hash.h":
     uint64_t cx_key_hash(const cx_super* sb, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen) nogil
@@ -204,6 +205,7 @@ cdef extern from "arena/backing.h":
     void cx_os_hugepages(char* base, uint64_t size) nogil
     int cx_os_bind(char* base, uint64_t size, int node) nogil
     void cx_os_prefault(char* base, uint64_t size) nogil
+    int cx_os_sync(char* base, uint64_t size) nogil
     void cx_os_unmap(char* base, uint64_t size, int fd, int sync) nogil
 
 cdef extern from "arena/warm.h":
@@ -491,6 +493,14 @@ def dropped_keys_pending():
 def now_ms():
     """Wall-clock time in ms, the clock every expire_at and last-access uses."""
     return cx_now_ms()
+
+
+def hold_expiry(bint hold):
+    """While clients are paused (CLIENT PAUSE): hold, and a lookup of any arena of this
+    process reports an expired key missing without dropping it (nothing counted, nothing
+    noted), so the dataset stays as it was, as Redis keeps it during a pause."""
+    global cx_expiry_held
+    cx_expiry_held = hold
 
 
 cdef struct Buf:
@@ -1887,6 +1897,18 @@ cdef class Arena(Keyspace):
         self.base = NULL
         self.fd = -1
 
+    def sync(self):
+        """SAVE: write every page of the mapping back to the backing and wait for it
+        (msync). The GIL is released meanwhile, so BGSAVE runs it on a thread of its own.
+        OSError if the backing cannot take them."""
+        cdef char* base = open_base(self)
+        cdef uint64_t size = self.map_size
+        cdef int err
+        with nogil:
+            err = cx_os_sync(base, size)
+        if err:
+            raise OSError(err, os.strerror(err), self.path)
+
     def __dealloc__(self):
         # never closed: leave the clean flag cleared so the next attach rebuilds
         if self.base != NULL:
@@ -2104,6 +2126,12 @@ cdef class Arena(Keyspace):
             # faulted in ahead of the allocator since start (arena-warm-ahead)
             "warmed_bytes": cx_warmer_warmed(self.warmer),
         }
+
+    @property
+    def used_memory(self):
+        """stats()["used_memory"] alone, cheap enough for every cron tick (the memory peak)."""
+        cdef cx_super* sb = CX_SB(open_base(self))
+        return sb.heap_used + sb.heap_off
 
     def release_free_pages(self, uint64_t max_bytes=RELEASE_BYTES):
         """The cron's step that gives memory back: punch the interior of free blocks of

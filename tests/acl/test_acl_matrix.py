@@ -39,6 +39,7 @@ OVERRIDES = {
     "shutdown": ["SHUTDOWN", "ABORT"],
     "debug": ["DEBUG", "SLEEP", "0"],
     "select": ["SELECT", "0"],
+    "bitop": lambda user, prefix: ["BITOP", "AND", f"{prefix}1", f"{prefix}2"],    # "v" is no operation
     "auth": lambda user, prefix: ["AUTH", user, "any"],
     # a host to resolve would wait on DNS; nothing listens on port 1
     "migrate": lambda user, prefix: ["MIGRATE", "127.0.0.1", "1", f"{prefix}1", "0", "100"],
@@ -50,6 +51,9 @@ OVERRIDES = {
     "script|load": ["SCRIPT", "LOAD", "return 1"],
     "config|set": ["CONFIG", "SET", "maxmemory-samples", "5"],
     "command|getkeys": ["COMMAND", "GETKEYS", "GET", "k"],
+    "command|getkeysandflags": ["COMMAND", "GETKEYSANDFLAGS", "GET", "k"],
+    # one BGSAVE could still be running when the next user's comes: a call that fails alike
+    "bgsave": ["BGSAVE", "NOW"],
     "acl|dryrun": ["ACL", "DRYRUN", "default", "GET", "k"],
     "acl|setuser": ["ACL", "SETUSER", "matrix-scratch"],
     "acl|deluser": ["ACL", "DELUSER", "matrix-scratch"],
@@ -63,6 +67,7 @@ OVERRIDES = {
 # Allowed calls that fail whoever runs them, with the error they give.
 FAILS_ANYWAY = {
     "shutdown": b"-ERR No shutdown in progress.\r\n",
+    "bgsave": b"-ERR syntax error\r\n",
     "exec": b"-ERR EXEC without MULTI\r\n",
     "discard": b"-ERR DISCARD without MULTI\r\n",
     "config|rewrite": b"-ERR The server is running without a config file\r\n",

@@ -340,6 +340,9 @@ KEYED = [
     ("SETNX", "{F}", "v"), ("SETRANGE", "{F}", 0, "v"), ("STRLEN", "{F}"),
     ("SUBSTR", "{F}", 0, 1), ("TOUCH", "{F}"), ("TTL", "{F}"), ("TYPE", "{F}"),
     ("UNLINK", "{F}"), ("WATCH", "{F}"),
+    ("SETBIT", "{F}", 0, 1), ("GETBIT", "{F}", 0), ("BITCOUNT", "{F}"), ("BITPOS", "{F}", 1),
+    ("BITOP", "AND", "{F}", "{F}x"), ("BITFIELD", "{F}", "GET", "u8", 0),
+    ("BITFIELD_RO", "{F}", "GET", "u8", 0), ("LCS", "{F}", "{F}x"),
 ]
 
 

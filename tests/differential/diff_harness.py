@@ -240,13 +240,14 @@ def time_shape(argv, a, b):
 CORE_COMMANDS = frozenset("""
     ping echo hello quit reset select client
     get set setnx setex psetex mget mset msetnx getdel getex getset append strlen
-    getrange setrange substr incr decr incrby decrby incrbyfloat
+    getrange setrange substr incr decr incrby decrby incrbyfloat lcs
+    setbit getbit bitcount bitpos bitop bitfield bitfield_ro
     del unlink exists type expire pexpire expireat pexpireat ttl pttl expiretime
     pexpiretime persist keys scan randomkey rename renamenx copy move touch object
     dbsize flushdb flushall swapdb memory
     dump restore restore-asking migrate
     multi exec discard watch unwatch
-    info config command time lastsave shutdown function debug
+    info config command time lastsave save bgsave bgrewriteaof role wait shutdown function debug
     subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe spublish pubsub
 """.split())
 

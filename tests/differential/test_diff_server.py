@@ -469,11 +469,12 @@ def test_server_sequence(redis_oracle, cxl, name, protocol):
 
 # Subcommands cxlredis implements that Redis 7.0 also has (CLIENT SETINFO came in 7.2).
 SUBCOMMANDS = {
-    "client": ["id", "setname", "getname", "list", "info", "kill", "no-evict", "reply"],
+    "client": ["id", "setname", "getname", "list", "info", "kill", "no-evict", "reply", "pause",
+               "unpause"],
     "object": ["encoding", "idletime", "freq", "refcount", "help"],
-    "memory": ["usage"],
+    "memory": ["usage", "doctor", "stats", "malloc-stats", "purge"],
     "config": ["get", "set", "resetstat", "rewrite"],
-    "command": ["count", "info", "docs", "list", "getkeys"],
+    "command": ["count", "info", "docs", "list", "getkeys", "getkeysandflags"],
     "function": ["flush"],
     "pubsub": ["channels", "numpat", "numsub", "shardchannels", "shardnumsub", "help"],
 }

@@ -83,6 +83,10 @@ EXCLUDED = {
              "(tests/differential/test_diff_pubsub.py covers them)"
        for name in ("subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe",
                     "sunsubscribe")},
+    "client|pause": "holds every later command (the watchdog's PING among them) for as long as "
+                    "its timeout says (tests/differential/test_diff_server_surface.py covers it)",
+    "wait": "with a timeout of 0 and replicas asked for, it blocks its client for good on both "
+            "servers (tests/differential/test_diff_server_surface.py covers it)",
     "migrate": "connects to the host it is given and blocks the server until its timeout, "
                "as Redis does: generated hosts reach out (\"3.5\" is 3.0.0.5) "
                "(tests/differential/test_diff_migration.py covers its errors)",
@@ -297,6 +301,9 @@ CAMPAIGN_COMPARATORS = {
     "SLOWLOG LEN": normalised(integer_type),
     # Reports for people, in cxlredis's own words (their errors are still compared exactly).
     "LATENCY DOCTOR": same_type,
+    "MEMORY DOCTOR": same_type,
+    "MEMORY STATS": same_type,
+    "MEMORY MALLOC-STATS": same_type,
     "LATENCY GRAPH": same_type,
     # Counts calls per command: the watchdog's PINGs reach cxlredis only.
     "LATENCY HISTOGRAM": same_type,
@@ -308,6 +315,30 @@ CAMPAIGN_COMPARATORS = {
     "COMMAND DOCS": same_type,
 }
 CAMPAIGN_COMPARATORS = {name: status_exact(f) for name, f in CAMPAIGN_COMPARATORS.items()}
+
+
+def background_job(*outcomes):
+    # Whether a background save or rewrite is still running when the next one comes is a
+    # matter of timing (Redis's child, cxlredis's msync): each server's reply must be one
+    # of the command's outcomes; any other reply must be the same on both.
+    allowed = {b"+%s\r\n" % o if not o.startswith(b"ERR") else b"-%s\r\n" % o for o in outcomes}
+
+    def compare(argv, a, b):
+        return a == b or (a in allowed and b in allowed)
+    return compare
+
+
+CAMPAIGN_COMPARATORS["BGSAVE"] = background_job(
+    b"Background saving started", b"Background saving scheduled",
+    b"ERR Background save already in progress",
+    b"ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE "
+    b"in order to schedule a BGSAVE whenever possible.")
+CAMPAIGN_COMPARATORS["LASTSAVE"] = normalised(integer_type)
+CAMPAIGN_COMPARATORS["SAVE"] = background_job(b"OK", b"ERR Background save already in progress")
+CAMPAIGN_COMPARATORS["BGREWRITEAOF"] = background_job(
+    b"Background append only file rewriting started",
+    b"Background append only file rewriting scheduled",
+    b"ERR Background append only file rewriting already in progress")
 
 # ------------------------------------------------------------ the generator
 

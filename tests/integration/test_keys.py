@@ -247,6 +247,11 @@ TOUCH = {
     "APPEND": ("APPEND", "{k}", "x"), "SETRANGE": ("SETRANGE", "{k}", "0", "x"),
     "COPY": ("COPY", "{k}", "{k}-copy"), "SETNX": ("SETNX", "{k}", "x"),
     "SET NX": ("SET", "{k}", "x", "NX"), "MSETNX": ("MSETNX", "{k}", "x"),
+    "GETBIT": ("GETBIT", "{k}", "0"), "SETBIT": ("SETBIT", "{k}", "0", "1"),
+    "SETBIT same": ("SETBIT", "{k}", "1", "1"), "BITCOUNT": ("BITCOUNT", "{k}"),
+    "BITPOS": ("BITPOS", "{k}", "1"), "BITOP": ("BITOP", "NOT", "{k}-not", "{k}"),
+    "BITFIELD": ("BITFIELD", "{k}", "GET", "u8", "0"), "BITFIELD SET": ("BITFIELD", "{k}", "SET", "u8", "0", "1"),
+    "BITFIELD_RO": ("BITFIELD_RO", "{k}", "GET", "u8", "0"), "LCS": ("LCS", "{k}", "{k}"),
 }
 
 
@@ -277,6 +282,15 @@ HITS_AND_MISSES = [  # (command, keyspace hits added, misses added), with "k" pr
     (("MSETNX", "k", "v"), 0, 0), (("INCR", "i"), 0, 0), (("APPEND", "k", "x"), 0, 0),
     (("EXPIRE", "m", "10"), 0, 0), (("PERSIST", "k"), 0, 0), (("DEL", "m"), 0, 0),
     (("MEMORY", "USAGE", "k"), 0, 0), (("RENAME", "k2", "k3"), 0, 0), (("SCAN", "0"), 0, 0),
+    (("GETBIT", "k", "0"), 1, 0), (("GETBIT", "m", "0"), 0, 1), (("GETBIT", "m", "x"), 0, 0),
+    (("SETBIT", "b1", "0", "1"), 0, 0), (("SETBIT", "k", "0", "1"), 0, 0),
+    (("BITCOUNT", "k"), 1, 0), (("BITCOUNT", "m", "0", "x"), 0, 1), (("BITPOS", "m", "1"), 0, 1),
+    (("BITPOS", "k", "0"), 1, 0), (("BITPOS", "k", "2"), 0, 0),
+    (("BITOP", "OR", "b2", "k", "m", "k"), 2, 1), (("BITOP", "NOT", "b2", "k", "k"), 0, 0),
+    (("BITFIELD", "k", "GET", "u8", "0"), 1, 0), (("BITFIELD", "m", "GET", "u8", "0"), 0, 1),
+    (("BITFIELD", "b1", "SET", "u8", "0", "1"), 0, 0), (("BITFIELD", "m", "GET", "x", "0"), 0, 0),
+    (("BITFIELD_RO", "m", "GET", "u8", "0"), 0, 1), (("BITFIELD_RO", "k"), 1, 0),
+    (("LCS", "k", "m"), 1, 1), (("LCS", "k", "k", "FOO"), 2, 0),
 ]
 
 

@@ -38,10 +38,14 @@ def test_key_arguments_match_the_key_specs(name):
     docs = DOCS.get(name, NO_DOCS)
     indexes = [arg.key_spec_index for arg in walk(docs.arguments) if arg.type == "key"]
     assert all(0 <= i < len(spec.key_specs) for i in indexes), indexes
-    # Each key spec is documented by exactly one key argument (Redis's rule
-    # for the commands cxlredis has), except a not_key one: a shard channel is a string.
+    # Each key spec is documented by exactly one key argument (Redis's rule for the
+    # commands cxlredis has), except a not_key one: a shard channel is a string; and a
+    # spec whose range holds several fixed keys (LCS's key1 and key2) by one argument each.
     keys = [i for i, ks in enumerate(spec.key_specs) if "not_key" not in ks.flags]
-    assert sorted(indexes) == keys
+    assert sorted(set(indexes)) == keys
+    for i in keys:
+        last_key = spec.key_specs[i].last_key
+        assert indexes.count(i) == (last_key + 1 if last_key > 0 else 1), (i, indexes)
 
 
 @pytest.mark.parametrize("name", sorted(DOCS))
