@@ -12,6 +12,8 @@
    lru.c       LRU lists and LFU counters
    ttl.c       the expiry wheel and active expiry
    entry.c     reserve, commit, lookup, pin, drop: an entry's life and its counters
+   tree.c      collections' trees: copy-on-write counted B+trees of records, transactions
+   coll.c      collections' entries: their trees' header, published in one store
    evict.c     victims, tenant tiers, allocation that evicts
    tenant.c    tenant slots, their counter tables, create and drop
    rename.c    RENAME/MOVE with the rename intent, its redo and undo
@@ -30,6 +32,7 @@
 #pragma GCC diagnostic error "-Wextra"
 
 #include "backing.c"
+#include "coll.c"
 #include "entry.c"
 #include "evict.c"
 #include "hash.c"
@@ -41,6 +44,7 @@
 #include "rename.c"
 #include "slots.c"
 #include "tenant.c"
+#include "tree.c"
 #include "ttl.c"
 #include "warm.c"
 

@@ -1,6 +1,7 @@
 /* An entry's life (see entry.h). */
 #include <string.h>
 
+#include "coll.h"
 #include "entry.h"
 #include "evict.h"
 #include "hash.h"
@@ -18,7 +19,8 @@ static void cx_account(char *base, cx_entry *e, int add) {
     cx_super *sb = CX_SB(base);
     cx_tenant *t = &sb->tenants[e->tenant];
     uint64_t one = add ? 1 : (uint64_t)-1;
-    uint64_t bytes = (uint64_t)e->key_len + e->value_len;
+    /* a collection's dataset is its records too */
+    uint64_t bytes = (uint64_t)e->key_len + e->value_len + (cx_is_coll(e->type) ? cx_coll_of(e)->elems : 0);
     sb->entries += one;
     cx_dataset_add(base, e, add ? bytes : (uint64_t)0 - bytes);
     cx_db_keys(base, e->tenant)[e->db] += one;
@@ -39,7 +41,8 @@ static uint64_t cx_block_free(char *base, uint64_t off) {
 }
 
 /* Stop `off` being live: marked non-live first, then unlinked; freed now, or
-   left as a zombie until its last unpin. */
+   left as a zombie until its last unpin. A collection's trees go at once: nothing
+   reads them through a pin (a reply copies what it sends of them). */
 CX_API void cx_drop(char *base, uint64_t off, int in_index) {
     cx_super *sb = CX_SB(base);
     cx_entry *e = CX_E(base, off);
@@ -47,6 +50,10 @@ CX_API void cx_drop(char *base, uint64_t off, int in_index) {
     if (in_index) cx_index_unlink(base, off);
     cx_lru_unlink(base, off);
     cx_account(base, e, 0);
+    if (cx_is_coll(e->type)) {
+        cx_coll_free(base, e);
+        cx_coll_of(e)->root[0] = cx_coll_of(e)->root[1] = 0;
+    }
     if (e->pins) sb->zombies++;
     else cx_block_free(base, off);
 }
@@ -124,7 +131,7 @@ CX_API void cx_commit(char *base, uint64_t off, unsigned pdb, const uint8_t *key
     e->key_len = (uint32_t)klen;
     e->db = (uint16_t)pdb;
     type &= CX_TYPE_MASK;
-    if (checksum && e->key_cap >= klen + 8) {
+    if (checksum && !cx_is_coll((unsigned)type) && e->key_cap >= klen + 8) {
         *cx_sum_slot(e) = cx_value_sum(CX_VAL(e), e->value_len);
         type |= CX_SUMMED;
     }

@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CX_LAYOUT_VERSION 3u
+/* 4: collections (NODE blocks, types 2-4); an arena of version 3 has none, and is taken as
+   it is and marked 4 */
+#define CX_LAYOUT_VERSION 4u
+#define CX_LAYOUT_VERSION_PLAIN 3u
 #define CX_SUPER_BYTES 65536ull
 #define CX_HDR 112ull           /* entry header; the key follows it */
 #define CX_MIN_BLOCK 64ull
@@ -29,8 +32,9 @@
 #define CX_RENAME_KEY_MAX 1024
 
 /* block states, kept in the low 6 bits of the header word (sizes are multiples of 64);
-   a TABLE block holds one tenant's per-db key counters (see cx_dbtab) */
-enum { CX_FREE = 1, CX_RESERVED = 2, CX_LIVE = 3, CX_ZOMBIE = 4, CX_TABLE = 5 };
+   a TABLE block holds one tenant's per-db key counters (see cx_dbtab), a NODE block a
+   part of a collection's tree (tree.h) */
+enum { CX_FREE = 1, CX_RESERVED = 2, CX_LIVE = 3, CX_ZOMBIE = 4, CX_TABLE = 5, CX_NODE = 6 };
 /* maxmemory policies (a tenant's own is stored as its id + 1, see cx_tenant_meta) */
 enum { CX_NOEVICTION, CX_ALLKEYS_LRU, CX_VOLATILE_LRU, CX_ALLKEYS_RANDOM,
        CX_VOLATILE_RANDOM, CX_VOLATILE_TTL, CX_ALLKEYS_LFU, CX_VOLATILE_LFU };
@@ -174,6 +178,14 @@ _Static_assert(sizeof(cx_super) <= CX_SUPER_BYTES, "superblock too large");
    the value (its key area was reserved 8 bytes larger for it). */
 #define CX_TYPE_MASK 0x7f
 #define CX_SUMMED 0x80
+
+/* an entry's type (below CX_SUMMED): a string's or a hash's value is its bytes; a list's,
+   set's or sorted set's is the header of its trees (coll.h), and is never summed */
+enum { CX_TYPE_STRING = 0, CX_TYPE_HASH = 1, CX_TYPE_LIST = 2, CX_TYPE_SET = 3, CX_TYPE_ZSET = 4 };
+static inline int cx_is_coll(unsigned type) {
+    type &= CX_TYPE_MASK;
+    return type >= CX_TYPE_LIST && type <= CX_TYPE_ZSET;
+}
 
 /* ---- entry geometry ---- */
 static inline uint64_t cx_key_area(uint64_t key_cap) { return ((CX_HDR + key_cap + 63) & ~63ull) - CX_HDR; }

@@ -11,7 +11,7 @@ static void cx_lru_push(char *base, uint64_t off) {
     if (t->head[l]) CX_E(base, t->head[l])->lru_prev = off;
     else t->tail[l] = off;
     t->head[l] = off;
-    t->list_bytes[l] += CX_SIZE(e->size_state);
+    t->list_bytes[l] += cx_lru_weight(e);
 }
 
 static void cx_lru_unlink(char *base, uint64_t off) {
@@ -23,7 +23,7 @@ static void cx_lru_unlink(char *base, uint64_t off) {
     if (e->lru_next) CX_E(base, e->lru_next)->lru_prev = e->lru_prev;
     else t->tail[l] = e->lru_prev;
     e->lru_prev = e->lru_next = 0;
-    t->list_bytes[l] -= CX_SIZE(e->size_state);
+    t->list_bytes[l] -= cx_lru_weight(e);
 }
 
 static void cx_lfu_touch(cx_entry *e, int64_t now, uint64_t *rng) {

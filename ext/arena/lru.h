@@ -5,9 +5,14 @@
 
 #include <stdint.h>
 
+#include "coll.h"
 #include "layout.h"
 
 static inline int cx_list_of(const cx_entry *e) { return e->expire_at != -1; }
+/* what evicting an entry gives back: its block, and a collection's trees (list_bytes) */
+static inline uint64_t cx_lru_weight(cx_entry *e) {
+    return CX_SIZE(e->size_state) + (cx_is_coll(e->type) ? cx_coll_of(e)->bytes : 0);
+}
 static void cx_lru_push(char *base, uint64_t off);
 static void cx_lru_unlink(char *base, uint64_t off);
 

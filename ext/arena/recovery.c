@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll.h"
 #include "entry.h"
 #include "hash.h"
 #include "heap.h"
@@ -12,6 +13,7 @@
 #include "rename.h"
 #include "slots.h"
 #include "tenant.h"
+#include "tree.h"
 #include "ttl.h"
 
 static uint64_t cx_buckets_for(uint64_t size) {
@@ -60,7 +62,7 @@ CX_API int cx_validate(const char *base, uint64_t size) {
         return heap_off + 8 <= size && *(const uint64_t *)(base + heap_off) ? CX_ZEROED_SUPER : CX_ZERO;
     }
     if (memcmp(sb->magic, "CXLREDIS", 8) != 0) return CX_BAD_MAGIC;
-    if (sb->version != CX_LAYOUT_VERSION) return CX_BAD_VERSION;
+    if (sb->version != CX_LAYOUT_VERSION && sb->version != CX_LAYOUT_VERSION_PLAIN) return CX_BAD_VERSION;
     if (sb->checksum != cx_super_sum(sb)) return CX_BAD_CHECKSUM;
     if (sb->arena_size != size) return CX_BAD_SIZE;
     uint64_t nb = sb->index_buckets;
@@ -69,6 +71,16 @@ CX_API int cx_validate(const char *base, uint64_t size) {
         || sb->heap_size < CX_MIN_BLOCK || sb->heap_off + sb->heap_size > size)
         return CX_BAD_GEOMETRY;
     return CX_OK;
+}
+
+/* An arena of the version before collections holds none: it is one of this version as it
+   is, and is marked so (an older build then refuses it rather than misread a collection). */
+CX_API void cx_upgrade(char *base) {
+    cx_super *sb = CX_SB(base);
+    if (sb->version == CX_LAYOUT_VERSION_PLAIN) {
+        sb->version = CX_LAYOUT_VERSION;
+        sb->checksum = cx_super_sum(sb);
+    }
 }
 
 CX_API int cx_entry_intact(char *base, uint64_t off, uint64_t size) {
@@ -157,6 +169,10 @@ CX_API int64_t cx_rebuild(char *base) {
         }
         unsigned st = CX_STATE(w);
         if (st == CX_FREE) continue;
+        if (st == CX_NODE) {
+            CX_N(base, off)->mark = 0;      /* kept if a live collection reaches it (below) */
+            continue;
+        }
         if (st == CX_TABLE) {
             if (!cx_dbtab_owned(base, off)) *(uint64_t *)(base + off) = size | CX_FREE;
             continue;
@@ -185,6 +201,31 @@ CX_API int64_t cx_rebuild(char *base) {
         if (e->generation == sb->rename.generation) copy_live = 1;
     }
     cx_rename_undo_source(base, copy_live);
+    /* the collections: each live one keeps what its trees reach, if they are whole (else
+       it goes); a node nothing reaches is from a transaction cut short, or one that had
+       not yet freed what it replaced */
+    uint32_t seq = 0;
+    uint64_t *bk = CX_BUCKETS(base), maxtxn = 0;
+    for (uint64_t b = 0; b < sb->index_buckets; b++) {
+        uint64_t *link = &bk[b];
+        while (*link) {
+            off = *link;
+            cx_entry *e = CX_E(base, off);
+            if (cx_is_coll(e->type) && cx_coll_mark(base, off, ++seq, &maxtxn)) {
+                *link = e->chain_next;
+                e->size_state = CX_SIZE(e->size_state) | CX_FREE;
+                dropped++;
+                continue;
+            }
+            link = &e->chain_next;
+        }
+    }
+    if (maxtxn > maxgen) maxgen = maxtxn;
+    for (off = lo; off < hi; off += size) {
+        w = *(uint64_t *)(base + off);
+        size = CX_SIZE(w);
+        if (CX_STATE(w) == CX_NODE && !CX_N(base, off)->mark) *(uint64_t *)(base + off) = size | CX_FREE;
+    }
     /* pass 2: coalesce free runs into the free lists, count the live entries */
     for (off = lo; off < hi; off += size) {
         w = *(uint64_t *)(base + off);
@@ -205,6 +246,11 @@ CX_API int64_t cx_rebuild(char *base) {
         } else if (CX_STATE(w) == CX_TABLE) {
             cx_footer(base, off, size);
             sb->heap_used += size;
+        } else if (CX_STATE(w) == CX_NODE) {
+            CX_N(base, off)->mark = 0;
+            cx_footer(base, off, size);
+            sb->heap_used += size;
+            sb->tenants[CX_N(base, off)->tenant].used_bytes += size;
         } else {
             cx_entry *e = CX_E(base, off);
             e->pins = 0;

@@ -1,6 +1,7 @@
 /* RENAME and MOVE (see rename.h). */
 #include <string.h>
 
+#include "coll.h"
 #include "entry.h"
 #include "hash.h"
 #include "index.h"
@@ -66,6 +67,7 @@ CX_API void cx_rename_by_copy(char *base, uint64_t src, uint64_t fresh, unsigned
     CX_CRASH_POINT(11);
     cx_commit(base, fresh, pdb, key, klen, e->expire_at, e->type, 0, now, checksum);
     CX_CRASH_POINT(12);
+    if (cx_is_coll(e->type)) cx_coll_disown(base, src);     /* its trees are the copy's now */
     cx_drop(base, src, 1);
     CX_CRASH_POINT(13);
     cx_store(&r->state, CX_RENAME_NONE);

@@ -55,6 +55,7 @@ cdef extern from "arena/layout.h":
         CX_VOLATILE_LFU
     int CX_TYPE_MASK
     int CX_SUMMED
+    bint cx_is_coll(unsigned type) nogil
     uint64_t CX_SUPER_BYTES
 
     ctypedef struct cx_entry:
@@ -127,6 +128,7 @@ cdef extern from "arena/layout.h":
         uint64_t index_buckets
         uint64_t heap_off
         uint64_t heap_size
+        uint64_t hash_seed
         uint64_t clean
         uint64_t generation
         uint64_t hits
@@ -303,6 +305,7 @@ cdef extern from "arena/recovery.h":
     uint64_t cx_heap_off_for(uint64_t size) nogil
     void cx_format(char* base, uint64_t size, uint64_t seed) nogil
     int cx_validate(const char* base, uint64_t size) nogil
+    void cx_upgrade(char* base) nogil
     int cx_entry_intact(char* base, uint64_t off, uint64_t size) nogil
     int64_t cx_rebuild(char* base) nogil
     void cx_release_process_state(char* base) nogil
@@ -403,9 +406,15 @@ class TenantError(Exception):
 cdef enum:
     STRING_TYPE = 0
     HASH_TYPE = 1
+    LIST_TYPE = 2
+    SET_TYPE = 3
+    ZSET_TYPE = 4
 
 TYPE_STRING = STRING_TYPE
 TYPE_HASH = HASH_TYPE
+TYPE_LIST = LIST_TYPE
+TYPE_SET = SET_TYPE
+TYPE_ZSET = ZSET_TYPE
 
 
 cdef void arm_crash_point(int point) noexcept:
@@ -1080,6 +1089,9 @@ cdef cx_entry* ks_entry(Keyspace ks, Arena a, uint64_t off, unsigned states) exc
     return e
 
 
+include "_collections.pxi"
+
+
 cdef class Entry:
     """A live entry a lookup found (Keyspace.find): the keyspace holding it and, kept
     from Python, its offset. Each read goes through that keyspace's checks (a live or
@@ -1087,7 +1099,7 @@ cdef class Entry:
     rather than reading a reused block."""
     cdef readonly object store           # the keyspace holding it (a granted one, for fall-through)
     cdef uint64_t off
-    cdef readonly int type               # TYPE_STRING, TYPE_HASH
+    cdef readonly int type               # TYPE_*
 
     @property
     def value_len(self):
@@ -1164,6 +1176,31 @@ cdef class Keyspace:
         buf_close(&k)
         return off
 
+    def collection(self, int db, key, int type, bint touch=True, bint stats=True):
+        """The list, set or sorted set (TYPE_*) at key, to read (a Collection), None if
+        key is missing; WrongType if it holds another type. A lookup as find()'s."""
+        cdef uint64_t off = self.lookup(db, key, touch, stats)
+        cdef Arena a
+        if not off:
+            return None
+        a = ks_arena(self)
+        if CX_E(a.base, off).type & CX_TYPE_MASK != type:
+            raise WrongType()
+        return new_collection(self, a, off, type)
+
+    def write_collection(self, int db, key, int type):
+        """A write of the list, set or sorted set at key, made if missing (a Collection in
+        a transaction: see Collection); WrongType if key holds another type. A write's
+        lookup: the LRU touched, no hit or miss counted."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef uint64_t off = self.lookup(db, key, True, False)
+        if not cx_is_coll(type):
+            raise ValueError(f"type {type} is not a collection's")
+        if off and CX_E(a.base, off).type & CX_TYPE_MASK != type:
+            raise WrongType()
+        return open_collection(self, a, off, type, pdb, bytes(key))
+
     def find(self, int db, key, bint touch=True, bint stats=True, int type=-1):
         """lookup() as handlers use it: the Entry for key, or None if it is missing;
         WrongType if `type` is given and the entry holds another."""
@@ -1202,8 +1239,10 @@ cdef class Keyspace:
         return ks_entry(self, ks_arena(self), off, SERVED).generation
 
     def block_size(self, uint64_t off):
-        """Bytes the entry's block occupies in the heap (header, key, value, padding): MEMORY USAGE."""
-        return CX_SIZE(ks_entry(self, ks_arena(self), off, SERVED).size_state)
+        """Bytes the entry occupies in the heap (header, key, value, padding; a collection's
+        trees too): MEMORY USAGE."""
+        cdef cx_entry* e = ks_entry(self, ks_arena(self), off, SERVED)
+        return CX_SIZE(e.size_state) + (cx_coll_of(e).bytes if cx_is_coll(e.type) else 0)
 
     def lfu_counter(self, uint64_t off):
         """OBJECT FREQ: the entry's logarithmic access counter, decayed to now."""
@@ -1443,11 +1482,11 @@ cdef class Keyspace:
         return True
 
     def copy(self, int db, key, int dstdb, dstkey, bint replace=False):
-        """COPY: the value (and TTL and type) copied by memcpy; False if the source is
-        missing or the destination exists and replace is false."""
+        """COPY: the value (and TTL and type) copied by memcpy, a collection's trees cloned;
+        False if the source is missing or the destination exists and replace is false."""
         cdef Arena a = ks_arena(self)
         cdef unsigned spdb = ks_pdb(a, self.tenant, db), dpdb = ks_pdb(a, self.tenant, dstdb)
-        cdef uint64_t src
+        cdef uint64_t src, fresh
         cdef cx_entry* e
         cdef Buf dk
         cdef int64_t now = cx_now_ms()
@@ -1461,8 +1500,14 @@ cdef class Keyspace:
         try:
             cx_pin(a.base, src)       # not evicted to make room for its own copy
             try:
-                cx_commit(a.base, reserve_copy(a, self.tenant, src, &dk, now), dpdb, dk.ptr, dk.len,
-                          e.expire_at, e.type, 0, now, a.checksums)
+                fresh = reserve_copy(a, self.tenant, src, &dk, now)
+                if cx_is_coll(e.type):
+                    try:
+                        clone_collection(a, self.tenant, src, fresh)
+                    except BaseException:
+                        cx_release(a.base, fresh)
+                        raise
+                cx_commit(a.base, fresh, dpdb, dk.ptr, dk.len, e.expire_at, e.type, 0, now, a.checksums)
                 CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
             finally:
                 cx_unpin(a.base, src)
@@ -1848,6 +1893,7 @@ cdef class Arena(Keyspace):
                 raise MemoryError("not enough memory to rebuild the arena's LRU lists")
             self.dropped_entries = dropped
             self.recovery = "rebuilt"
+        cx_upgrade(self.base)
         # cleared while attached: a process that dies now leaves it cleared
         cx_store(&sb.clean, 0)
         if prefault:
@@ -2365,6 +2411,104 @@ cdef bint wheel_slot_holds(char* base, uint64_t slot, uint64_t off) noexcept:
     return cur == off
 
 
+cdef tuple check_tree(char* base, uint64_t off, unsigned tenant, bint keyed, set reached, list problems,
+                      int depth):
+    """One node of a collection's tree and what is below it: its own and its blobs' blocks
+    reached once, states, tenant, counts and, in a keyed tree, keys in order with every
+    separator between its neighbours. (records, blocks' bytes, records' bytes, height,
+    first key, last key), or None where it is broken (reported)."""
+    cdef cx_node* n
+    cdef cx_node* b
+    cdef cx_rec r
+    cdef uint64_t count = 0, nbytes, elems = 0
+    cdef uint64_t child[2]
+    cdef uint32_t i
+    if off in reached or not (off & 63) == 0 or CX_STATE(CX_N(base, off).size_state) != CX_NODE:
+        problems.append(f"tree node {off} is not a NODE block, or is reached twice")
+        return None
+    reached.add(off)
+    n = CX_N(base, off)
+    nbytes = CX_SIZE(n.size_state)
+    if n.tenant != tenant or n.kind not in (1, 2) or not n.nrec or depth > 40:
+        problems.append(f"tree node {off}: tenant {n.tenant}, kind {n.kind}, {n.nrec} records")
+        return None
+    first = last = None
+    height = 0
+    for i in range(n.nrec):
+        cx_node_rec(base, off, i, &r)
+        if r.blob:
+            b = CX_N(base, r.blob)
+            if r.blob in reached or CX_STATE(b.size_state) != CX_NODE or b.kind != 3 or b.tenant != tenant:
+                problems.append(f"tree node {off}: record {i}'s blob {r.blob} is not its own")
+                return None
+            reached.add(r.blob)
+            nbytes += CX_SIZE(b.size_state)
+        key = PyBytes_FromStringAndSize(<const char*>r.k, r.kl)
+        if n.kind == 1:
+            count += 1
+            elems += r.kl + r.vl
+            if keyed and last is not None and key <= last:
+                problems.append(f"leaf {off}: record {i} is out of order")
+            if first is None:
+                first = key
+            last = key
+            continue
+        memcpy(child, r.v, 16)
+        below = check_tree(base, child[0], tenant, keyed, reached, problems, depth + 1)
+        if below is None:
+            return None
+        if below[0] != child[1]:
+            problems.append(f"inner node {off}: child {i} counts {child[1]}, holds {below[0]}")
+        if i and height != below[3]:
+            problems.append(f"inner node {off}: its children's heights differ")
+        height = below[3]
+        if keyed and i and (below[4] < key or (last is not None and last >= key)):
+            problems.append(f"inner node {off}: separator {i} is not between its neighbours")
+        if first is None:
+            first = below[4]
+        last = below[5]
+        count += below[0]
+        nbytes += below[1]
+        elems += below[2]
+    if count != n.count:
+        problems.append(f"tree node {off} counts {n.count}, holds {count}")
+    return count, nbytes, elems, height + 1, first, last
+
+
+cdef void check_collections(char* base, dict live, set nodes, list problems) except *:
+    """Every live collection's trees whole, its header's bytes what they hold, and every
+    NODE block of the heap in exactly one of them."""
+    cdef cx_entry* e
+    cdef cx_coll* c
+    cdef set reached = set()
+    cdef int t
+    for off in live:
+        e = CX_E(base, off)
+        if not cx_is_coll(e.type):
+            continue
+        c = cx_coll_of(e)
+        if e.value_len != CX_COLL_VALUE_BYTES or not c.root[0]:
+            problems.append(f"collection {off}: a value of {e.value_len} bytes, first tree {c.root[0]}")
+            continue
+        nbytes = elems = 0
+        for t in range(2):
+            if not c.root[t]:
+                continue
+            found = check_tree(base, c.root[t], e.tenant, not (t == 0 and (e.type & CX_TYPE_MASK) == LIST_TYPE),
+                               reached, problems, 0)
+            if found is None:
+                break
+            nbytes += found[1]
+            elems += found[2]
+        else:
+            if nbytes != c.bytes or elems != c.elems:
+                problems.append(f"collection {off}: header says {c.bytes}/{c.elems} bytes, trees hold "
+                                f"{nbytes}/{elems}")
+    if reached != nodes:
+        problems.append(f"{len(nodes - reached)} tree blocks belong to no collection, "
+                        f"{len(reached - nodes)} reached are not in the heap walk")
+
+
 cdef list check_arena(Arena a):
     cdef char* base = open_base(a)
     cdef cx_super* sb = CX_SB(base)
@@ -2383,6 +2527,7 @@ cdef list check_arena(Arena a):
     cdef dict tables = {}            # counter table offset -> the tenant it names
     cdef dict db_counts = {}         # (tenant, physical db) -> [keys, volatile keys]
     cdef set free_blocks = set()
+    cdef set nodes = set()           # NODE blocks: every one in one live collection's trees
     heap_used = dataset = reserved = zombies = pinned = 0
     tenant_used = [0] * CX_NTENANT
     tenant_keys = [0] * CX_NTENANT
@@ -2405,6 +2550,11 @@ cdef list check_arena(Arena a):
         elif st == CX_TABLE:
             heap_used += size
             tables[off] = (<cx_dbtab*>(base + off)).tenant
+        elif st == CX_NODE:
+            heap_used += size
+            nodes.add(off)
+            if CX_N(base, off).tenant < CX_NTENANT:
+                tenant_used[CX_N(base, off).tenant] += size
         elif st == CX_LIVE or st == CX_ZOMBIE or st == CX_RESERVED:
             heap_used += size
             e = CX_E(base, off)
@@ -2428,8 +2578,9 @@ cdef list check_arena(Arena a):
                     problems.append(f"live entry at {off} belongs to tenant {e.tenant}, which does not exist")
                 live[off] = (e.tenant, e.db, key_of(e))
                 pinned += e.pins > 0
-                dataset += e.key_len + e.value_len
-                tenant_dataset[e.tenant] += e.key_len + e.value_len
+                elems = cx_coll_of(e).elems if cx_is_coll(e.type) else 0
+                dataset += e.key_len + e.value_len + elems
+                tenant_dataset[e.tenant] += e.key_len + e.value_len + elems
                 tenant_keys[e.tenant] += 1
                 counts = db_counts.setdefault((e.tenant, e.db), [0, 0])
                 counts[0] += 1
@@ -2500,7 +2651,7 @@ cdef list check_arena(Arena a):
                     problems.append(f"LRU list {ti}/{l}: back link of {cur} is {e.lru_prev}, expected {prev}")
                 if (e.expire_at != -1) != l or e.tenant != ti:
                     problems.append(f"entry {cur} is on the wrong LRU list {ti}/{l}")
-                nbytes += CX_SIZE(e.size_state)
+                nbytes += CX_SIZE(e.size_state) + (cx_coll_of(e).bytes if cx_is_coll(e.type) else 0)
                 prev = cur
                 cur = e.lru_next
             if t.tail[l] != prev:
@@ -2531,6 +2682,7 @@ cdef list check_arena(Arena a):
     if len(in_lru) != len(live):
         problems.append(f"{len(live) - len(in_lru)} live entries are on no LRU list")
     check_wheel(base, live, problems)
+    check_collections(base, live, nodes, problems)
     if sb.rename.state != CX_RENAME_NONE:
         problems.append(f"a rename is recorded as under way (state {sb.rename.state})")
     for off, owner in tables.items():

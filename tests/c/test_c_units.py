@@ -1,4 +1,4 @@
-"""The C of ext/ on its own: the arena (ext/arena/), glob matching (ext/globmatch.c) and the
+"""The C of ext/ on its own: the arena (ext/arena/, its collections' trees among it), glob matching (ext/globmatch.c) and the
 bitmap and LCS operations (ext/strops/).
 
 Each is compiled with -Wall -Wextra -Werror as the library it is (so any warning in our
@@ -47,6 +47,7 @@ def test_compiles_without_warnings(tmp_path, source, optimize):
 
 UNITS = {
     "test_arena": [HERE / "test_arena.c"],
+    "test_tree": [HERE / "test_tree.c"],
     "test_glob": [HERE / "test_glob.c", EXT / "globmatch.c"],
     "test_strops": [HERE / "test_strops.c", EXT / "strops" / "bitops.c", EXT / "strops" / "lcs.c"],
 }
