@@ -202,6 +202,8 @@ class Client(asyncio.BufferedProtocol):
                 log.exception("Internal error dispatching a command")
                 reply.error("ERR internal error")
             tracking.command_done(session)
+            if services.blocked.ready and services.scripts.busy is None:
+                services.blocked.serve_ready()      # the keys it wrote, to clients blocked on them
             if session.store is not store:
                 self._meter(store, commands)
                 store, commands = session.store, 0

@@ -52,7 +52,7 @@ class CallContext:
                  "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
                  "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued",
                  "asking", "readonly", "subscriptions", "subscribed", "tracking", "suspended", "resume",
-                 "blocked", "postponed")
+                 "blocked", "postponed", "in_script")
 
     def __init__(self, services, reply, store, created, dispatch_queued):
         self.services = services
@@ -89,6 +89,7 @@ class CallContext:
         self.resume = None           # the connection's: go on with its input once the script ended
         self.blocked = None          # suspended by blocked.py: CLIENT PAUSE holds its command, or WAIT
         self.postponed = None        # the command CLIENT PAUSE holds, dispatched again when it ends
+        self.in_script = False       # the session a script's redis.call runs in
 
     def set_protocol(self, protover):
         self.protocol = protover
@@ -109,6 +110,27 @@ class CallContext:
         if entry is None and not for_write:
             self.notify(KEY_MISS, b"keymiss", key)
         return entry
+
+    @property
+    def may_block(self):
+        """Whether a blocking command may wait (blocked.py): not inside a transaction nor a
+        script, where Redis answers it at once as if its timeout had passed."""
+        return self.multi is None and not self.in_script
+
+    def collection(self, key, type):
+        """The list, set or sorted set (TYPE_*) at key in the current db, to read (a
+        Collection), None if missing (a keymiss event); WRONGTYPE if it holds another type.
+        A read's lookup, as find's."""
+        found = self.store.collection(self.db, key, type)
+        if found is None:
+            self.notify(KEY_MISS, b"keymiss", key)
+        return found
+
+    def write_collection(self, key, type):
+        """A write of the collection at key in the current db, made if missing: a
+        Collection whose `with` block publishes its changes (commits) or, on an exception,
+        drops them whole; one left empty is deleted. WRONGTYPE if key holds another type."""
+        return self.store.write_collection(self.db, key, type)
 
     def notify(self, kind, event, key, db=None):
         """A keyspace event of the command (notifications.py), published if its class is on."""

@@ -265,6 +265,8 @@ def call(c, spec, argv):
             c.services.audit.after_command(c, spec, argv)
         if c.services.watchers:
             check_absent_watched_keys(c.services.watchers)
+        if c.services.blocked.on_keys and "write" in spec.flags:
+            c.services.blocked.written(c, key_names(spec, argv))    # clients blocked on them
     if tracked:
         tracking.after_write(c, tracked)
     if c.services.notifications.noting_drops:

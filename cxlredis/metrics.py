@@ -129,7 +129,7 @@ def _clients(s):
          max((c.session.reply.pending for c in s.clients.connections()), default=0)),
         ("blocked_clients", s.blocked.count()),
         ("tracking_clients", len(s.tracking.sessions)),
-        ("clients_in_timeout_table", 0),
+        ("clients_in_timeout_table", s.blocked.in_timeout_table()),
     ]
 
 

@@ -360,6 +360,7 @@ class Scripts:
                          c.dispatch_queued)
         sc.user, sc.authenticated, sc.tenant, sc.db = c.user, True, c.tenant, c.db
         sc.id, sc.addr, sc.local = c.id, "lua", c.local
+        sc.in_script = True
         return sc
 
     def run(self, c, argv, script, numkeys, readonly):

@@ -313,7 +313,9 @@ class Server:
         if timeout:
             now = time.monotonic()
             for c in self.clients.connections():
-                if now - c.last_interaction > timeout:  # MULTI or not, as in Redis
+                # MULTI or not, as in Redis; not a blocked client, nor a subscriber
+                if (now - c.last_interaction > timeout and c.session.blocked is None
+                        and not c.session.subscribed):
                     log.debug("Closing idle client")
                     c.close()
 

@@ -49,7 +49,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from ._store import (DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, ArenaError, Keyspace, OutOfMemory,
+from ._store import (COLLECTION_TYPES, DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME_MAX, ArenaError, Keyspace, OutOfMemory,
                      TenantError)
 from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
 from .errors import CommandError
@@ -281,6 +281,29 @@ class TenantKeyspace:
             return entry
         return self.fall_through(db, key, touch, stats, type)
 
+    def collection(self, db, key, type, touch=True, stats=True):
+        """Keyspace.collection, falling through as find() does."""
+        ns, key = self.route(key)
+        found = ns.collection(db, key, type, touch, stats)
+        if found is not None or ns is not self.own:
+            return found
+        for shared in self.readable:
+            found = shared.collection(db, key, type, touch, stats)
+            if found is not None:
+                return found
+        return None
+
+    def collection_at(self, off):
+        return self.own.collection_at(off)
+
+    def write_collection(self, db, key, type):
+        """Keyspace.write_collection; a collection seen through fall-through is copied into
+        the tenant's own namespace first, as APPEND copies a string."""
+        ns, key = self.route(key)
+        if ns is self.own:
+            self._copy_up(db, key)
+        return ns.write_collection(db, key, type)
+
     def key_generation(self, db, key):
         ns, key = self.route(key)
         generation = ns.key_generation(db, key)
@@ -329,7 +352,13 @@ class TenantKeyspace:
     def _copy_entry(entry, dst, db, key):
         arena, off = entry.pin()     # the write may need room: never by evicting what it copies
         try:
-            dst.set(db, key, entry.view(), entry.expire_at, entry.type)
+            if entry.type not in COLLECTION_TYPES:
+                dst.set(db, key, entry.view(), entry.expire_at, entry.type)
+                return
+            with entry.collection().copy_to(dst, db, key):
+                pass                 # (its trees are the namespace's own, keyed by its arena)
+            if entry.expire_at != -1:
+                dst.set_expire(dst.find(db, key, False, False), entry.expire_at)
         finally:
             arena.unpin(off)
 

@@ -203,6 +203,9 @@ DOCS = {
         oneof("enabled", token("ON"), token("OFF")),
         string("endpoint-type", token="moving-endpoint-type", optional=True)),
     "client|no-evict": doc(oneof("enabled", token("ON"), token("OFF"))),
+    "client|unblock": doc(
+        integer("client-id"),
+        oneof("timeout_error", token("TIMEOUT"), token("ERROR"), optional=True)),
     "client|pause": doc(
         integer("timeout"),
         oneof("mode", token("WRITE"), token("ALL"), since="6.2.0", optional=True),

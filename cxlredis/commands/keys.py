@@ -7,7 +7,8 @@ hits/misses but leaves the LRU alone; write commands touch without counting;
 DEL and MEMORY USAGE do neither.
 """
 from .. import errors
-from .._store import TYPE_HASH, TYPE_STRING, now_ms
+from .._store import (ENCODING_HASHTABLE, ENCODING_SKIPLIST, TYPE_HASH, TYPE_LIST, TYPE_SET, TYPE_STRING,
+                      TYPE_ZSET, now_ms)
 from ..errors import CommandError
 from ..notifications import GENERIC, NEW
 from ..tenants import own_keyspace
@@ -17,7 +18,7 @@ from .hashes import decode as decode_hash
 from .scanning import parse_cursor
 from .strings import stored_int
 
-TYPE_NAMES = {TYPE_STRING: "string", TYPE_HASH: "hash"}
+TYPE_NAMES = {TYPE_STRING: "string", TYPE_HASH: "hash", TYPE_LIST: "list", TYPE_SET: "set", TYPE_ZSET: "zset"}
 SCAN_TYPES = {name.encode(): code for code, name in TYPE_NAMES.items()}
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -262,6 +263,7 @@ def cmd_copy(c, argv):
     if copied:
         c.notify(NEW, b"new", newkey, dstdb)
         c.notify(GENERIC, b"copy_to", newkey, dstdb)
+        c.services.blocked.written(c, (newkey,), dstdb)
     c.reply.integer(1 if copied else 0)
 
 
@@ -277,6 +279,7 @@ def cmd_move(c, argv):
         c.reply.integer(0)
         return
     store.rename(db, key, dstdb, key)
+    c.services.blocked.written(c, (key,), dstdb)
     c.notify(NEW, b"new", key, dstdb)
     c.notify(GENERIC, b"move_from", key)
     c.notify(GENERIC, b"move_to", key, dstdb)
@@ -316,8 +319,19 @@ def _hash_encoding(c, entry):
 
 
 def encoding(c, entry):
-    """OBJECT ENCODING's answer for entry (DEBUG OBJECT's too)."""
-    return _string_encoding(entry) if entry.type == TYPE_STRING else _hash_encoding(c, entry)
+    """OBJECT ENCODING's answer for entry (DEBUG OBJECT's too). A list is a quicklist, as
+    every list of Redis 7.0's; a set and a sorted set keep the encoding Redis's rules give
+    them as they change (commands/sets.py, zsets.py)."""
+    if entry.type == TYPE_STRING:
+        return _string_encoding(entry)
+    if entry.type == TYPE_HASH:
+        return _hash_encoding(c, entry)
+    if entry.type == TYPE_LIST:
+        return "quicklist"
+    wide = entry.collection().encoding
+    if entry.type == TYPE_SET:
+        return "hashtable" if wide == ENCODING_HASHTABLE else "intset"
+    return "skiplist" if wide == ENCODING_SKIPLIST else "listpack"
 
 
 def refcount(c, entry):
@@ -463,4 +477,6 @@ def cmd_swapdb(c, argv):
     _check_db_range(c, first)
     _check_db_range(c, second)
     c.store.swapdb(first, second)
+    c.services.blocked.written_db(c, first)     # what either db holds is new to its waiters
+    c.services.blocked.written_db(c, second)
     c.reply.ok()

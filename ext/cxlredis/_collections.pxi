@@ -268,6 +268,28 @@ cdef class Collection:
             if self.off and CX_E(base, self.off).pins:
                 cx_unpin(base, self.off)
 
+    def copy_to(self, Keyspace dst, int db, key):
+        """A write of a new collection at key of dst (another tenant's namespace, or arena)
+        holding the same elements in the same encoding; the caller commits it. Members are
+        keyed anew: a hash is the arena's own."""
+        cdef Collection out = dst.write_collection(db, key, self.type)
+        cdef uint64_t n = cx_tree_count(self.base(), self.head.root[0])
+        cdef int64_t unbounded = <int64_t>(n + 1)
+        if len(out):
+            out.abort()
+            raise ValueError("the destination of a collection copy must be missing")
+        out.head.flags = self.head.flags
+        if self.type == LIST_TYPE:
+            for value in self.list_range(0, n):
+                out.list_insert(len(out), value)
+        elif self.type == SET_TYPE:
+            for member in self.set_members():
+                out.set_add(member, unbounded)
+        else:
+            for member, score in self.zset_range(0, n):
+                out.zset_put(member, score, unbounded, 1 << 62)
+        return out
+
     cdef int _check(self) except -1:
         """After each change of a write: its failure, if it failed."""
         cdef int err = self.txn.err

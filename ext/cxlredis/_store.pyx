@@ -415,6 +415,8 @@ TYPE_HASH = HASH_TYPE
 TYPE_LIST = LIST_TYPE
 TYPE_SET = SET_TYPE
 TYPE_ZSET = ZSET_TYPE
+# the types whose value is a Collection (a list's, set's or sorted set's trees)
+COLLECTION_TYPES = frozenset((LIST_TYPE, SET_TYPE, ZSET_TYPE))
 
 
 cdef void arm_crash_point(int point) noexcept:
@@ -1133,6 +1135,10 @@ cdef class Entry:
     def view(self):
         return self.store.view(self.off)
 
+    def collection(self):
+        """A list's, set's or sorted set's Collection, to read."""
+        return self.store.collection_at(self.off)
+
     def value_bytes(self):
         return self.store.value_bytes(self.off)
 
@@ -1187,6 +1193,14 @@ cdef class Keyspace:
         if CX_E(a.base, off).type & CX_TYPE_MASK != type:
             raise WrongType()
         return new_collection(self, a, off, type)
+
+    def collection_at(self, uint64_t off):
+        """The Collection of the live collection entry at off (Entry.collection)."""
+        cdef Arena a = ks_arena(self)
+        cdef cx_entry* e = ks_entry(self, a, off, LIVE_ONLY)
+        if not cx_is_coll(e.type):
+            raise WrongType()
+        return new_collection(self, a, off, e.type & CX_TYPE_MASK)
 
     def write_collection(self, int db, key, int type):
         """A write of the list, set or sorted set at key, made if missing (a Collection in

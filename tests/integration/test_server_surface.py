@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from conftest import encode_command, raw_connection, ReplyTimeout
+from conftest import ConnectionClosed, encode_command, raw_connection, ReplyTimeout
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -231,3 +231,24 @@ def test_memory_reports_on_the_arena(cxl_factory):
     obj = c.execute_command("DEBUG", "OBJECT", "small").decode()
     assert obj.startswith("Value at:0x") and " refcount:2147483647 encoding:int serializedlength:2 " in obj
     c.close()
+
+
+# --- timeout: idle clients close, blocked ones and subscribers stay ----------------
+def test_idle_timeout_spares_blocked_clients_and_subscribers(target):
+    """Redis's clientsCronHandleTimeout closes a client idle past `timeout`, but not one
+    blocked (here in WAIT) nor one subscribed; on both servers."""
+    admin = raw_connection(target.port)
+    assert admin.request("CONFIG", "SET", "timeout", "1") == b"+OK\r\n"
+    try:
+        idle, subscriber, waiting = (raw_connection(target.port) for _ in range(3))
+        assert idle.request("PING") == b"+PONG\r\n"
+        assert subscriber.request("SUBSCRIBE", "news").startswith(b"*3\r\n")
+        waiting.send(encode_command("WAIT", "1", "0"))
+        time.sleep(3.2)                       # past the timeout, and a cron tick or more
+        with pytest.raises(ConnectionClosed):
+            idle.request("PING")
+        assert subscriber.request("PING").startswith(b"*2\r\n")
+    finally:
+        admin = raw_connection(target.port)     # (the first one idled out too)
+        assert admin.request("CONFIG", "SET", "timeout", "0") == b"+OK\r\n"
+    assert admin.request("CLIENT", "LIST").count(b"cmd=wait") == 1
