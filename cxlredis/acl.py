@@ -6,7 +6,8 @@ is allowed if any selector allows it. Each selector keeps what its rules mean
 in a form compiled for the check:
 
 - `allowed`: the names of the commands it may run (plain commands and
-  "container|sub" subcommands), so the command check is one set lookup;
+  "container|sub" subcommands), so the command check is one set lookup: Redis's
+  command bits (a container, CLIENT or CONFIG, has a bit of its own too);
 - `first_args`: Redis's "+select|0" (a command allowed with that first
   argument only);
 - key patterns, each with read and/or write permission (~, %R~, %W~), or all
@@ -15,15 +16,14 @@ in a form compiled for the check:
 - channel patterns (&...), or all channels, checked against the arguments a command's
   spec names as channels (PUBLISH, SUBSCRIBE, ...; a PSUBSCRIBE pattern must be a rule).
 
-To describe a user back (ACL LIST, ACL GETUSER, ACL SAVE, CONFIG REWRITE) a
-selector also keeps its command rules as given since the last +@all/-@all,
-a later rule for the same command or category replacing the earlier one:
-the form Redis 7.2 keeps. (Redis 7.0 recomputes an approximation from its
-own, larger command table and in hash order instead; see the README.)
+To describe a user back (ACL LIST, ACL GETUSER, ACL SAVE, CONFIG REWRITE) the
+command rules are recomputed from those bits as Redis 7.0 does, not kept as
+given: +@all or -@all, the categories that best fit, then single commands
+(Selector.describe_commands).
 
 Rule names of Redis 7.0 commands that cxlredis does not implement are
-accepted and kept in the description, so ACL files written for Redis load;
-they allow nothing here.
+accepted, so ACL files written for Redis load; they allow nothing here, and
+the description, which speaks only of commands that exist here, drops them.
 """
 from __future__ import annotations
 
@@ -130,35 +130,31 @@ class _Commands:
     """Names and categories from the command table, built on first use."""
 
     def __init__(self):
-        containers = {spec.container: set() for spec in SPECS if spec.container}
-        leaves, by_category = set(), {cat: set() for cat in ACL_CATEGORIES}
+        self.names = frozenset(spec.name for spec in SPECS)
+        subcommands = {}
         for spec in SPECS:
-            if spec.name in containers:
-                if spec.arity != -1:
-                    continue
-                # COMMAND also runs without a subcommand: a command of its own as well.
-                containers[spec.name].add(spec.name)
-            elif spec.container:
-                containers[spec.container].add(spec.name)
-            leaves.add(spec.name)
-            for cat in spec.acl_categories:
-                by_category[cat].add(spec.name)
-        self.leaves = frozenset(leaves)
-        self.containers = {name: frozenset(subs) for name, subs in containers.items()}
-        self.by_category = {cat: frozenset(names) for cat, names in by_category.items()}
+            if spec.container:
+                subcommands.setdefault(spec.container, {spec.container}).add(spec.name)
+        # A rule naming a container covers its own bit and all its subcommands'.
+        self.containers = {name: frozenset(names) for name, names in subcommands.items()}
+        self.by_category = {cat: frozenset(spec.name for spec in SPECS if cat in spec.acl_categories)
+                            for cat in ACL_CATEGORIES}
+        # The order single-command rules are described in: a container first, as a rule
+        # on it changes its subcommands too (Redis's own order is its hash order).
+        self.described_order = sorted(self.names, key=lambda name: name.split("|"))
         self.redis_containers = frozenset(name.split("|")[0] for name in REDIS_COMMANDS if "|" in name)
 
     def known(self, name):
-        return name in self.leaves or name in self.containers or name in REDIS_COMMANDS
+        return name in self.names or name in REDIS_COMMANDS
 
     def is_container(self, name):
         return name in self.containers or name in self.redis_containers
 
     def names_of(self, name):
-        """The runnable command names a rule on `name` covers (none for a command we lack)."""
+        """The command bits a rule on `name` covers (none for a command we lack)."""
         if name in self.containers:
             return self.containers[name]
-        return frozenset((name,)) if name in self.leaves else frozenset()
+        return frozenset((name,)) if name in self.names else frozenset()
 
 
 _commands = None
@@ -187,14 +183,12 @@ def channel_allowed(rules, channel, is_pattern):
 class Selector:
     """What one selector's rules allow: commands, keys and channels."""
 
-    __slots__ = ("allowed", "first_args", "from_all", "rules", "all_keys", "keys",
-                 "all_channels", "channels")
+    __slots__ = ("allowed", "first_args", "from_all", "all_keys", "keys", "all_channels", "channels")
 
     def __init__(self, all_channels=False):
         self.allowed = set()        # command names this selector may run
-        self.first_args = {}        # command name → lowercase first arguments it may run with
-        self.from_all = False       # the rules start from +@all rather than -@all
-        self.rules = []             # (sign, name) since the last +@all/-@all, as given
+        self.first_args = {}        # command name → {first argument lowercased: as first given}
+        self.from_all = False       # +@all came last of +@all/-@all: Redis's "future commands" bit
         self.all_keys = False
         self.keys = {}              # pattern → READ|WRITE, in the order added
         self.all_channels = all_channels
@@ -203,9 +197,8 @@ class Selector:
     def copy(self):
         other = Selector()
         other.allowed = set(self.allowed)
-        other.first_args = {name: set(args) for name, args in self.first_args.items()}
+        other.first_args = {name: dict(args) for name, args in self.first_args.items()}
         other.from_all = self.from_all
-        other.rules = list(self.rules)
         other.all_keys = self.all_keys
         other.keys = dict(self.keys)
         other.all_channels = self.all_channels
@@ -214,7 +207,7 @@ class Selector:
 
     @property
     def unrestricted_keys(self):
-        return self.all_keys and len(self.allowed) == len(command_table().leaves)
+        return self.all_keys and len(self.allowed) == len(command_table().names)
 
     # -- rules
 
@@ -251,24 +244,20 @@ class Selector:
             if category not in ACL_CATEGORIES:
                 raise _unknown_name()
             self._change(command_table().by_category[category], op[:1] == b"+")
-            self._record(word[0], "@" + category)
         elif op[:1] == b"+":
-            self._allow(word[1:])
+            self._allow(op[1:])
         elif op[:1] == b"-":
             name = word[1:]
             if not command_table().known(name):
                 raise _unknown_name()
             self._change(command_table().names_of(name), False)
-            self.first_args.pop(name, None)
-            self._record("-", name)
         else:
             raise _syntax_error()
 
     def _reset_commands(self, allow):
-        self.allowed = set(command_table().leaves) if allow else set()
+        self.allowed = set(command_table().names) if allow else set()
         self.first_args.clear()
         self.from_all = allow
-        self.rules.clear()
 
     def _change(self, names, allow):
         if allow:
@@ -278,18 +267,13 @@ class Selector:
         for name in names:
             self.first_args.pop(name, None)
 
-    def _record(self, sign, name):
-        self.rules = [rule for rule in self.rules if rule[1] != name]
-        self.rules.append((sign, name))
-
-    def _allow(self, name):
+    def _allow(self, rule: bytes):
         table = command_table()
+        name = _lower(rule)
         if "|" not in name:
             if not table.known(name):
                 raise _unknown_name()
             self._change(table.names_of(name), True)
-            self.first_args.pop(name, None)
-            self._record("+", name)
             return
         base, _, first_arg = name.rpartition("|")
         if not table.known(base):
@@ -302,10 +286,13 @@ class Selector:
             if not table.known(name):
                 raise _unknown_name()
             self._change(table.names_of(name), True)
-        else:
-            # Redis's first-arg rule: the command only with this first argument.
-            self.first_args.setdefault(base, set()).add(first_arg.encode("utf-8", "surrogateescape"))
-        self._record("+", name)
+        elif base in table.names and base not in self.allowed:
+            # Redis's first-arg rule: the command only with this first argument, matched
+            # regardless of case and described as first given. (Redis also keeps one given
+            # while the whole command is allowed, to no effect: what denies the command
+            # drops its first arguments.)
+            given = rule.rpartition(b"|")[2]
+            self.first_args.setdefault(base, {}).setdefault(given.lower(), given)
 
     def _add_key_pattern(self, op):
         if self.all_keys:
@@ -357,6 +344,11 @@ class Selector:
     def may_use_channel(self, channel, is_pattern):
         return channel_allowed(self.channels, channel, is_pattern)
 
+    @property
+    def reads_every_key(self):
+        """~*, or a pattern * that reads (Redis's ACLSelectorHasUnrestrictedKeyAccess)."""
+        return self.all_keys or bool(self.keys.get(b"*", 0) & READ)
+
     def may_access(self, key, needs):
         for pattern, flags in self.keys.items():
             if flags & needs == needs and glob_match(pattern, key, False):
@@ -366,7 +358,48 @@ class Selector:
     # -- description
 
     def describe_commands(self) -> bytes:
-        words = ["+@all" if self.from_all else "-@all"] + [sign + name for sign, name in self.rules]
+        """The command rules recomputed from the bits, as Redis 7.0's ACLDescribeSelectorCommandRules:
+        +@all or -@all, then, one at a time, the category that best fits the bits still
+        unexplained, then the single commands (and first arguments) that still differ."""
+        table = command_table()
+        adding = not self.from_all
+        sign = "+" if adding else "-"
+        words = ["-@all" if adding else "+@all"]
+        described = set() if adding else set(table.names)       # what the words so far allow
+        # What no category word accounts for yet: the allowed commands when adding, the
+        # denied ones when removing (Redis's temp selector).
+        unexplained = set(self.allowed) if adding else table.names - self.allowed
+        candidates = list(ACL_CATEGORIES)
+        while True:
+            best, best_fit = None, None
+            for category in candidates:
+                members = table.by_category[category]
+                same = len(members & unexplained)
+                different = len(members) - same
+                # More in common than different; the fewest differences, then the most in common.
+                if same > different and (best is None or (different, -same) < best_fit):
+                    best, best_fit = category, (different, -same)
+            if best is None:
+                break
+            candidates.remove(best)
+            members = table.by_category[best]
+            unexplained -= members
+            if adding:
+                described |= members
+            else:
+                described -= members
+            words.append(sign + "@" + best)
+        for name in table.described_order:
+            allowed = name in self.allowed
+            if allowed != (name in described):
+                words.append(("+" if allowed else "-") + name)
+                if allowed:
+                    described |= table.names_of(name)
+                else:
+                    described -= table.names_of(name)
+            if not allowed and name in self.first_args:
+                words += [f"+{name}|{arg.decode('utf-8', 'surrogateescape')}"
+                          for arg in self.first_args[name].values()]
         return " ".join(words).encode("utf-8", "surrogateescape")
 
     def describe_keys(self) -> bytes:
@@ -490,6 +523,12 @@ class User:
             if worst is None or denial > worst:
                 worst = denial
         return worst
+
+    def reads_every_key(self, spec, argv):
+        """Whether a selector that allows the call may read every key, as SORT's BY and
+        GET patterns need (Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess)."""
+        return any(selector.check(spec, argv) is None and selector.reads_every_key
+                   for selector in self.selectors)
 
     # -- description
 

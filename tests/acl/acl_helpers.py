@@ -4,11 +4,13 @@ comparators for replies that legitimately differ between the two.
 
 Why replies may differ, and what must still agree:
 
-- ACL LIST / ACL GETUSER: Redis 7.0 describes command rules as a recomputed
-  approximation whose single-command part comes in hash order (random per
-  process); cxlredis keeps the rules as given (Redis 7.2's form). For the rule
-  sets compared here both are "+@all"/"-@all" followed by the same rules, so
-  the first rule must agree and the rest must be the same set.
+- ACL LIST / ACL GETUSER / ACL SAVE: both recompute a selector's command
+  rules from its permissions: "+@all"/"-@all", the best-fitting categories,
+  then single commands. Redis 7.0 finds those last ones walking its command
+  table, whose order is its hash order (each process seeds its own), so that
+  tail alone is compared as a set; everything else, the categories' order
+  included, must agree exactly. (A rule set involving commands cxlredis does
+  not implement is described differently: it knows only its own commands.)
 - ACL LOG: ages and the client-info line belong to each process (the
   client-info fields that describe the client's state must agree).
 - ACL CAT <category>: Redis lists commands in hash order and has more of
@@ -133,20 +135,25 @@ def _split_rules(text: str) -> list[str]:
 
 
 def canonical_rules(text: str) -> list:
-    """A description with the command rules after +@all/-@all as a sorted set."""
-    out, rules = [], None
+    """A description with the single-command rules that end each selector's command
+    rules (Redis 7.0's hash-ordered tail, after "+@all"/"-@all" and the categories)
+    as a sorted list; every other word in its place."""
+    out, in_commands, tail = [], False, None
     for word in _split_rules(text):
         if word.startswith("("):
             out.append(["selector", canonical_rules(word[1:-1])])
-            rules = None
+            in_commands, tail = False, None
         elif word in ("+@all", "-@all"):
-            rules = [word, set()]
-            out.append(rules)
-        elif rules is not None and word[:1] in "+-":
-            rules[1].add(word)
-        else:
             out.append(word)
-    return out
+            in_commands, tail = True, None
+        elif in_commands and word[:1] in "+-" and word[1:2] != "@":
+            if tail is None:
+                tail = ("tail", [])
+                out.append(tail)
+            tail[1].append(word)
+        else:
+            out.append(word)     # flags, passwords, keys, channels, categories: in order
+    return [("tail", sorted(part[1])) if isinstance(part, tuple) else part for part in out]
 
 
 def acl_list_rules(argv, reply):
