@@ -39,7 +39,11 @@ OUR_C = sorted(path for path in glob.glob("ext/**/*.[ch]", recursive=True)
                if not os.path.basename(path).startswith("_"))
 # C compiled beside an extension's .pyx (the arena's C is included by _store.pyx instead,
 # one translation unit with it)
-C_SOURCES = {"_store": ["ext/globmatch.c"], "_strops": ["ext/strops/bitops.c", "ext/strops/lcs.c"]}
+C_SOURCES = {"_store": ["ext/globmatch.c"],
+             "_strops": ["ext/strops/bitops.c", "ext/strops/lcs.c", "ext/strops/hll.c"]}
+# HyperLogLog's estimates must be Redis's to the last bit: no a * b + c fused into one
+# rounding (what GCC does by default on a CPU with FMA), as Redis's x86-64 build has none
+C_FLAGS = {"_strops": ["-ffp-contract=off"]}
 
 
 def extension(name):
@@ -48,7 +52,7 @@ def extension(name):
         [f"ext/cxlredis/{name}.pyx", *C_SOURCES.get(name, [])],
         include_dirs=["ext"],
         depends=OUR_C,
-        extra_compile_args=compile_args,
+        extra_compile_args=compile_args + C_FLAGS.get(name, []),
         define_macros=macros,
     )
 

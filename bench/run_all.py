@@ -16,6 +16,7 @@ import traceback
 import blobs
 import client_ceiling
 import first_fill
+import growth
 import hitratio
 import lmcache_connectors
 import lmcache_mix
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "memory": memory.run,
     "hitratio": hitratio.run,
     "first_fill": first_fill.run,
+    "growth": growth.run,
 }
 
 

@@ -65,10 +65,11 @@ def redis_benchmark(port: int, requests: int, pipeline: int, clients: int = 50,
     return rates
 
 
-def redis_benchmark_command(port: int, requests: int, pipeline: int, args, clients: int = 50) -> float:
-    """Requests per second of one command (args, with __rand_int__ placeholders)."""
+def redis_benchmark_command(port: int, requests: int, pipeline: int, args, clients: int = 50,
+                            keyspace: int = KEYSPACE) -> float:
+    """Requests per second of one command (args, with __rand_int__ placeholders below keyspace)."""
     command = [shutil.which("redis-benchmark") or "redis-benchmark", "-h", "127.0.0.1",
-               "-p", str(port), "-c", str(clients), "-n", str(requests), "-r", str(KEYSPACE),
+               "-p", str(port), "-c", str(clients), "-n", str(requests), "-r", str(keyspace),
                "-P", str(pipeline), "-q", *args]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=600,
                                stdin=subprocess.DEVNULL)

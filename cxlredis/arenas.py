@@ -56,6 +56,12 @@ class Arenas:
         """The server's arena, then the arenas of tenants with ARENA own."""
         return [self.main, *self.tenants.every()]
 
+    def privatize(self):
+        """In a forked child (ldb.py): every arena a private copy, which the server never
+        sees written (Arena.privatize)."""
+        for arena in self.every():
+            arena.privatize()
+
     # --- maxmemory ------------------------------------------------------
     def apply_maxmemory(self, value):
         """maxmemory bounds used_memory as INFO shows it: the heap plus the arena's fixed

@@ -65,7 +65,7 @@ class Blocked:
         self.pause_kind = PAUSE_OFF
         self.pause_end = 0            # ms since the epoch: the pause ends once the clock passes it
         self.postponed = []           # the sessions the pause holds, in the order it held them
-        self.waiting = {}             # session in WAIT → its timeout's timer (None: no timeout)
+        self.waiting = {}             # session in WAIT → (its timeout's timer or None, its reply)
         self.on_keys = {}             # (tenant, db, key) → the sessions waiting on it, oldest first
         self.key_waits = {}           # session blocked on keys → its KeyWait
         self.ready = {}               # (tenant, db, key) written since the last serve (in order)
@@ -81,7 +81,7 @@ class Blocked:
 
     def in_timeout_table(self):
         """INFO's clients_in_timeout_table: blocked clients with a timeout."""
-        return (sum(1 for timer in self.waiting.values() if timer is not None)
+        return (sum(1 for timer, _ in self.waiting.values() if timer is not None)
                 + sum(1 for wait in self.key_waits.values() if wait.timer is not None))
 
     # --- CLIENT PAUSE / UNPAUSE ------------------------------------------
@@ -139,22 +139,23 @@ class Blocked:
         c.suspended = True
         self.postponed.append(c)
 
-    # --- WAIT ----------------------------------------------------------------
+    # --- WAIT, WAITAOF -------------------------------------------------------
     def wait(self, c, timeout_ms, reply):
         """Suspend c until timeout_ms (> 0) milliseconds have passed, then reply(c); with 0,
         or a deadline past what 64 bits hold (Redis keeps it unsigned: never), for good."""
         timer = None
         if timeout_ms and now_ms() + timeout_ms <= INT64_MAX:
-            timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, self._timed_out, c, reply)
+            timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, self._timed_out, c)
         c.blocked = WAITING
         c.suspended = True
-        self.waiting[c] = timer
+        self.waiting[c] = (timer, reply)
 
-    def _timed_out(self, c, reply):
-        if self.waiting.pop(c, False) is False:
+    def _timed_out(self, c):
+        waited = self.waiting.pop(c, None)
+        if waited is None:
             return
         c.blocked = None
-        reply(c)
+        waited[1](c)
         c.suspended = False
         c.resume()
 
@@ -203,6 +204,15 @@ class Blocked:
                     if wait is not None and wait.serve(c, name[2]):
                         self._unblock(c)
 
+    def redirect(self, error_for):
+        """In cluster mode, each cron tick: a client blocked on keys this node no longer
+        serves (their slot moved, or the cluster is down) is answered error_for(keys)."""
+        for c, wait in list(self.key_waits.items()):
+            error = error_for([name[2] for name in wait.keys])
+            if error is not None:
+                c.reply.error(error)
+                self._unblock(c)
+
     def _keys_timed_out(self, c):
         wait = self.key_waits.get(c)
         if wait is not None:
@@ -221,13 +231,13 @@ class Blocked:
             self._unblock(c)
             return True
         if c.blocked == WAITING:
-            timer = self.waiting.pop(c)
+            timer, reply = self.waiting.pop(c)
             if timer is not None:
                 timer.cancel()
             if error:
                 c.reply.error(UNBLOCKED)
             else:
-                c.reply.integer(0)          # WAIT's answer: no replica acknowledged
+                reply(c)                    # what its timeout answers: nothing acknowledged
             c.blocked = None
             c.suspended = False
             asyncio.get_running_loop().call_soon(c.resume)
@@ -258,7 +268,7 @@ class Blocked:
         if c.blocked == POSTPONED and c in self.postponed:
             self.postponed.remove(c)
         elif c.blocked == WAITING:
-            timer = self.waiting.pop(c, None)
+            timer, _ = self.waiting.pop(c, (None, None))
             if timer is not None:
                 timer.cancel()
         elif c.blocked == KEYS:

@@ -718,6 +718,9 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("hash-max-listpack-value", Memory(0, LLONG_MAX), 64, MUTABLE,
      "Likewise, the longest field or value of a hash OBJECT ENCODING calls listpack; "
      "hash-max-ziplist-value is another name.", "memory"),
+    ("hll-sparse-max-bytes", Memory(0, LLONG_MAX), 3000, MUTABLE,
+     "A HyperLogLog stays in its sparse encoding while it is at most this many bytes "
+     "(header included), and turns dense (12 KiB) past it, as in Redis.", "memory"),
 
     ("arena-path", String(), "", IMMUTABLE,
      "Arena backing: a file (on /dev/shm, hugetlbfs, tmpfs or DAX) or a devdax device; "
@@ -986,7 +989,6 @@ _REDIS_ONLY = [
     ("set-max-intset-entries", Integer(0, LLONG_MAX), 512, MUTABLE, "redis-internals"),
     ("zset-max-listpack-entries", Integer(0, LLONG_MAX), 128, MUTABLE, "redis-internals"),
     ("zset-max-listpack-value", Memory(0, LLONG_MAX), 64, MUTABLE, "redis-internals"),
-    ("hll-sparse-max-bytes", Memory(0, LLONG_MAX), 3000, MUTABLE, "redis-internals"),
     ("stream-node-max-bytes", Memory(0, LLONG_MAX), 4096, MUTABLE, "redis-internals"),
     ("stream-node-max-entries", Integer(0, LLONG_MAX), 100, MUTABLE, "redis-internals"),
     ("crash-log-enabled", Bool(), True, MUTABLE, "redis-internals"),

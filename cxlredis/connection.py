@@ -78,6 +78,8 @@ class Client(asyncio.BufferedProtocol):
         unixsocket = self.services.config["unixsocket"]
         session.unix = bool(unixsocket) and session.laddr == f"{unixsocket}:0"
         session.local = session.unix or is_local_peer(peer)
+        if transport.get_extra_info("ssl_object") is None:
+            session.socket_fd = self.fd
         if not self.services.clients.connected(self):
             self.close_after_reply()
 
@@ -210,6 +212,10 @@ class Client(asyncio.BufferedProtocol):
             if self.slots_received and session.multi is None and session.postponed is None:
                 self.slots_received = False
                 release_slots(argv)
+            if session.handed_over:
+                store.add_command(commands)
+                self.close()
+                return
             if session.close_after_command:
                 store.add_command(commands)
                 self.close_after_reply()

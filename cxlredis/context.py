@@ -34,7 +34,7 @@ class Services(Parts):
                  "notifications", "tracking", "scripts", "clients", "watchers", "cluster", "migrate_links", "version",
                  "persistence", "blocked",
                  "info", "memory_report", "check_arenas", "release_memory", "reset_stats", "request_shutdown",
-                 "check_shutdown_allowed")
+                 "check_shutdown_allowed", "privatize_arenas")
 
 
 class CallContext:
@@ -52,7 +52,7 @@ class CallContext:
                  "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
                  "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued",
                  "asking", "readonly", "subscriptions", "subscribed", "tracking", "suspended", "resume",
-                 "blocked", "postponed", "in_script")
+                 "blocked", "postponed", "in_script", "lua_debug", "socket_fd", "handed_over")
 
     def __init__(self, services, reply, store, created, dispatch_queued):
         self.services = services
@@ -90,6 +90,11 @@ class CallContext:
         self.blocked = None          # suspended by blocked.py: CLIENT PAUSE holds its command, or WAIT
         self.postponed = None        # the command CLIENT PAUSE holds, dispatched again when it ends
         self.in_script = False       # the session a script's redis.call runs in
+        self.lua_debug = None        # SCRIPT DEBUG's mode: the next EVAL is debugged (ldb.py)
+        self.socket_fd = -1          # the connection's socket, which a debugging session reads
+                                     # and writes itself, as Redis's does; -1: none (TLS)
+        self.handed_over = False     # a forked debugging session has the socket: close it
+                                     # without writing anything more
 
     def set_protocol(self, protover):
         self.protocol = protover
@@ -126,11 +131,12 @@ class CallContext:
             self.notify(KEY_MISS, b"keymiss", key)
         return found
 
-    def write_collection(self, key, type):
+    def write_collection(self, key, type, replace=False):
         """A write of the collection at key in the current db, made if missing: a
         Collection whose `with` block publishes its changes (commits) or, on an exception,
-        drops them whole; one left empty is deleted. WRONGTYPE if key holds another type."""
-        return self.store.write_collection(self.db, key, type)
+        drops them whole; one left empty is deleted. WRONGTYPE if key holds another type.
+        replace: a new collection that replaces whatever key holds (a *STORE's result)."""
+        return self.store.write_collection(self.db, key, type, replace)
 
     def notify(self, kind, event, key, db=None):
         """A keyspace event of the command (notifications.py), published if its class is on."""

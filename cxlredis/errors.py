@@ -129,3 +129,9 @@ LCS_LEN_AND_IDX = "ERR If you want both the length and indexes, please just use 
 LCS_TOO_LONG = "ERR String too long for LCS"
 LCS_OVER_LIMIT = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
 LCS_NO_MEMORY = "ERR Insufficient memory, failed allocating transient memory for LCS"
+
+# HyperLogLog commands.
+NOT_HLL = "WRONGTYPE Key is not a valid HyperLogLog string value."
+HLL_CORRUPT = "INVALIDOBJ Corrupted HLL object detected"
+HLL_NO_KEY = "ERR The specified key does not exist"
+HLL_NOT_SPARSE = "ERR HLL encoding is not sparse"

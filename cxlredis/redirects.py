@@ -74,6 +74,18 @@ def redirect(c, spec, argv):
     return None
 
 
+def blocked_redirect(cluster, keys):
+    """The error that ends the wait of a client blocked on keys (all of one slot) once this
+    node cannot serve them, else None (Redis's clusterRedirectBlockedClientIfNeeded)."""
+    if not cluster.ok:
+        return DOWN
+    slot = key_slot(keys[0])
+    owner = cluster.owner[slot]
+    if owner is cluster.myself or slot in cluster.importing:
+        return None
+    return UNBOUND if owner is None else _to("MOVED", cluster, slot, owner)
+
+
 def _to(kind, cluster, slot, node):
     return f"{kind} {slot} {cluster.endpoint(node)}:{node.port}"
 

@@ -16,6 +16,9 @@ Scripts are cached per namespace (a tenant's, or the administrators'), so one te
 SCRIPT EXISTS, EVALSHA or SCRIPT FLUSH never sees another's scripts; function libraries
 (functions.py) are per namespace too. A function runs as a script does, on the same
 worker and runtime, with its library's flags.
+
+An EVAL under SCRIPT DEBUG (ldb.py) runs on the loop thread itself, its redis.call
+commands answered there: the client steps through it, and nothing else is served meanwhile.
 """
 import asyncio
 import hashlib
@@ -34,6 +37,7 @@ from .context import CallContext
 from .errors import CommandError
 from .functions import (ENGINE, NAME_ERROR, Function, Libraries, Library, parse_library, read_libraries,
                         save_libraries)
+from .ldb import Children
 from .lualibs import forget as forget_library_state, library_tables
 from .lualibs.base import ScriptError, check_int, lua_number, number_text
 
@@ -131,7 +135,7 @@ class Run:
     the loop thread takes the requests itself (Scripts.run waits for them); after, each
     is posted to the loop (drain)."""
 
-    def __init__(self, scripts, c, argv, script, keys, args, readonly):
+    def __init__(self, scripts, c, argv, script, keys, args, readonly, debugger=None):
         self.scripts = scripts
         self.caller = c
         self.argv = argv             # the caller's EVAL or FCALL (FUNCTION STATS shows it)
@@ -152,14 +156,19 @@ class Run:
         self.answers = queue.SimpleQueue()       # loop → worker
         self.lock = threading.Lock()
         self.loop = None
+        self.debugger = debugger     # SCRIPT DEBUG's session (ldb.Session): all on the loop thread
 
     def duration_ms(self):
         return int((time.monotonic() - self.started) * 1000)
 
     # --- the worker's side
     def ask(self, request):
-        """From the worker: have the loop thread run request, and wait for its answer."""
-        self.post(request)
+        """From the worker: have the loop thread run request, and wait for its answer.
+        (Under SCRIPT DEBUG the script runs on the loop thread, which runs it at once.)"""
+        if self.debugger is not None:
+            self.scripts.handle(self, request)
+        else:
+            self.post(request)
         return self.answers.get()
 
     def post(self, request):
@@ -196,6 +205,8 @@ class Scripts:
         self.config = config
         self.call = call
         self.monitoring = monitoring
+        self.version = version
+        self.debug_children = Children()     # SCRIPT DEBUG YES sessions, forked (ldb.py)
         self.caches = {}             # namespace (tenant name, None) → {sha: Script}
         self.function_libraries = {}     # namespace → functions.Libraries
         self.functions_file = (os.path.join(config["dir"], config["functions-file"])
@@ -221,6 +232,11 @@ class Scripts:
         self.parse_reply = self.engine.parse
         self.error_table = self.engine.error_table
         self.collect_garbage = self.lua.eval("collectgarbage")
+
+    def fresh(self):
+        """An engine of its own, with a runtime of its own, for a forked debugging session:
+        this one's may be held by a thread the fork left behind (ldb.py)."""
+        return Scripts(self.config, self.call, self.monitoring, self.version)
 
     # --- the cache
     def cache(self, namespace):
@@ -363,13 +379,19 @@ class Scripts:
         sc.in_script = True
         return sc
 
-    def run(self, c, argv, script, numkeys, readonly):
+    def run(self, c, argv, script, numkeys, readonly, debugger=None):
         """Run script (or function) for c's EVAL-like (or FCALL) argv. Replies now, or
         (past busy-reply-threshold) suspends c and replies when the script ends; inside
-        MULTI/EXEC it always waits."""
+        MULTI/EXEC it always waits. Under SCRIPT DEBUG (debugger: an ldb.Session) it runs
+        here, on this thread, for as long as the client debugs it."""
+        keys, args = argv[3:3 + numkeys], argv[3 + numkeys:]
+        if debugger is not None:
+            run = Run(self, c, argv, script, keys, args, readonly, debugger)
+            self.handle(run, ("done", self._execute(run)))
+            return
         # MONITOR shows the EVAL before the commands of its script (it is skip_monitor).
         self.monitoring.feed_now(c, argv)
-        run = Run(self, c, argv, script, argv[3:3 + numkeys], argv[3 + numkeys:], readonly)
+        run = Run(self, c, argv, script, keys, args, readonly)
         self._start_worker()
         self.jobs.put(run)
         threshold = self.config["busy-reply-threshold"] / 1000
@@ -449,23 +471,27 @@ class Scripts:
     def _work(self):
         while True:
             run = self.jobs.get()
-            self.current = run
-            try:
-                keys = self.lua.table_from([bytes(key) for key in run.keys])
-                args = self.lua.table_from([bytes(arg) for arg in run.args])
-                result = self.engine.run(run.script.function, keys, args, run.caller.protocol,
-                                         self.config["busy-reply-threshold"] > 0, run.is_function)
-                reply, failed, source, line, counted_already = result
-                counted = failed and not counted_already
-            except Exception as e:   # the engine itself failed: the caller must still get a reply
-                log.exception("Lua engine error")
-                reply, failed, source, line, counted = (f"ERR internal scripting error: {type(e).__name__}".encode(),
-                                                        True, None, None, True)
-            run.post(("done", (reply, failed, source, line, counted)))
+            run.post(("done", self._execute(run)))
             # Lua 5.1 collects no garbage when an allocation fails: a script that ran out
             # of memory would leave the next ones without any.
             if self.lua.get_memory_used() > self.config["lua-memory-limit"] // 2:
                 self.collect_garbage()
+
+    def _execute(self, run):
+        """Run run's script on this thread: what handle() takes as "done"."""
+        self.current = run
+        try:
+            keys = self.lua.table_from([bytes(key) for key in run.keys])
+            args = self.lua.table_from([bytes(arg) for arg in run.args])
+            debugger = (run.debugger.lua_side(self.lua, self.engine, self._pcall)
+                        if run.debugger is not None else None)
+            result = self.engine.run(run.script.function, keys, args, run.caller.protocol,
+                                     self.config["busy-reply-threshold"] > 0, run.is_function, debugger)
+            reply, failed, source, line, counted_already = result
+            return reply, failed, source, line, failed and not counted_already
+        except Exception as e:   # the engine itself failed: the caller must still get a reply
+            log.exception("Lua engine error")
+            return f"ERR internal scripting error: {type(e).__name__}".encode(), True, None, None, True
 
     # --- the redis.* functions that may raise, and the sandbox's hooks (worker thread)
     def _raise(self, text):
@@ -479,27 +505,24 @@ class Scripts:
 
     def _redis_call(self, args, raise_errors):
         """redis.call and redis.pcall: the loop runs the command; its reply as a Lua value.
-        Numbers go as "%.17g" (lua_tolstring would lose precision)."""
-        if not args:
-            failed, raw = True, b"Please specify at least one argument for this redis lib call"
+        A debugging session that steps logs the command and its reply (ldb.Session)."""
+        run = self.current
+        debugger = run.debugger
+        argv, raw = _command_argv(args)
+        if argv is None:
+            failed = True
+            if debugger is not None:
+                debugger.error(raw)
         else:
-            argv = []
-            for arg in args:
-                kind = type(arg)
-                if kind is bytes:
-                    argv.append(arg)
-                elif kind is int or kind is float:
-                    argv.append(b"%.17g" % arg)
-                else:
-                    failed, raw = True, b"Lua redis lib command arguments must be strings or integers"
-                    break
-            else:
-                run = self.current
-                raw, failed = run.ask(("call", (run.script_resp, argv)))
-                if not failed and raw[:1] == b"$" and raw[1:3] != b"-1":
-                    return raw[raw.index(b"\r\n") + 2:-2]     # a bulk string, the usual reply
-                if not failed and raw[:1] == b":":
-                    return int(raw[1:-2])
+            if debugger is not None:
+                debugger.command(argv)
+            raw, failed = run.ask(("call", (run.script_resp, argv)))
+            if debugger is not None:
+                debugger.reply(raw, failed)
+            if not failed and raw[:1] == b"$" and raw[1:3] != b"-1":
+                return raw[raw.index(b"\r\n") + 2:-2]     # a bulk string, the usual reply
+            if not failed and raw[:1] == b":":
+                return int(raw[1:-2])
         value, is_error = self.parse_reply(raw, failed)
         if is_error and raise_errors:
             raise ScriptError(value)
@@ -563,6 +586,23 @@ class Scripts:
     def _interrupted(self):
         run = self.current
         return run is not None and run.kill
+
+
+def _command_argv(args):
+    """redis.call's arguments as a command's, and None; or None and why they are not one.
+    Numbers go as "%.17g" (lua_tolstring would lose precision)."""
+    if not args:
+        return None, b"Please specify at least one argument for this redis lib call"
+    argv = []
+    for arg in args:
+        kind = type(arg)
+        if kind is bytes:
+            argv.append(arg)
+        elif kind is int or kind is float:
+            argv.append(b"%.17g" % arg)
+        else:
+            return None, b"Lua redis lib command arguments must be strings or integers"
+    return argv, None
 
 
 def _no_attributes(obj, name, is_setting):

@@ -33,6 +33,7 @@ from .notifications import Notifications
 from .persistence import Persistence
 from .prometheus import Exporter
 from .pubsub import PubSub
+from .redirects import blocked_redirect
 from .scripting import Scripts
 from .slot_keys import SlotKeys
 from .tenants import Tenants
@@ -188,7 +189,8 @@ class Server:
             info=lambda sections, session: metrics.info(sources, sections, session),
             memory_report=lambda session: metrics.memory_report(sources, session),
             check_arenas=store.check, release_memory=store.release_free_pages, reset_stats=self.reset_stats,
-            request_shutdown=shutdown.request, check_shutdown_allowed=shutdown.check_allowed)
+            request_shutdown=shutdown.request, check_shutdown_allowed=shutdown.check_allowed,
+            privatize_arenas=store.privatize)
 
     def new_connection(self):
         """The protocol object of one accepted connection (every listener's factory)."""
@@ -278,15 +280,19 @@ class Server:
                 log.exception("Error in the background cron")
 
     async def _cluster_cron(self):
-        """The cluster's own clock: ten times a second, as Redis's clusterCron."""
+        """The cluster's own clock: ten times a second, as Redis's clusterCron; then the
+        clients blocked on keys whose slot went elsewhere are answered (Redis's clients cron)."""
         while True:
             await asyncio.sleep(0.1)
             try:
                 self.cluster.cron()
+                if self.blocked.key_waits:
+                    self.blocked.redirect(lambda keys: blocked_redirect(self.cluster, keys))
             except Exception:
                 log.exception("Error in the cluster cron")
 
     def _cron_tick(self):
+        self.scripts.debug_children.reap()
         if self.scripts.busy is not None:
             return      # the keyspace is a running script's (Redis runs no cron meanwhile either)
         store = self.store
@@ -321,6 +327,7 @@ class Server:
 
     async def stop(self):
         log.warning("%s received, scheduling shutdown...", self.shutdown.reason)
+        self.scripts.debug_children.kill()
         self._cron_task.cancel()
         if self.cluster is not None:
             self._cluster_cron_task.cancel()

@@ -296,13 +296,13 @@ class TenantKeyspace:
     def collection_at(self, off):
         return self.own.collection_at(off)
 
-    def write_collection(self, db, key, type):
+    def write_collection(self, db, key, type, replace=False):
         """Keyspace.write_collection; a collection seen through fall-through is copied into
-        the tenant's own namespace first, as APPEND copies a string."""
+        the tenant's own namespace first, as APPEND copies a string (not when replaced)."""
         ns, key = self.route(key)
-        if ns is self.own:
+        if ns is self.own and not replace:
             self._copy_up(db, key)
-        return ns.write_collection(db, key, type)
+        return ns.write_collection(db, key, type, replace)
 
     def key_generation(self, db, key):
         ns, key = self.route(key)

@@ -416,6 +416,9 @@ def target(request, cxl, redis_oracle):
     return server
 
 
+TEST_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+
 class ServerStartError(RuntimeError):
     pass
 
@@ -454,8 +457,10 @@ class ServerProcess:
         self.conf = conf
         self._fixed_port = port is not None
         self.port = port if port is not None else free_port()
-        # A short directory under /tmp: unix socket paths are limited to 107 bytes.
-        self.dir = Path(tempfile.mkdtemp(prefix=f"{kind}-"))
+        # A short directory (unix socket paths are limited to 107 bytes) in memory, where
+        # the embedded default puts arenas: a disk's writeback and fsyncs (nodes.conf, the
+        # arena's pages) would make the suite's time follow the disk's.
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=TEST_DIR))
         self.unixsocket = str(self.dir / "s.sock")
         self.arena_path = str(self.dir / "a.arena") if kind == "cxlredis" else None
         self.log_path = self.dir / "server.log"
@@ -697,3 +702,20 @@ def flushed(redis_oracle, cxl):
             reply = conn.request("FLUSHALL")
             assert reply == b"+OK\r\n", f"FLUSHALL on {server!r} answered {reply!r}"
     yield redis_oracle, cxl
+
+
+@pytest.fixture(params=[2, 3], ids=["RESP2", "RESP3"])
+def protocol(request):
+    """Each test once in RESP2 and once in RESP3."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def uncompressed_oracle(redis_oracle):
+    """redis-server writing DUMP payloads as cxlredis does, uncompressed, so their bytes
+    can be compared (rdbcompression back on afterwards)."""
+    with raw_connection(redis_oracle.port) as conn:
+        assert conn.request("CONFIG", "SET", "rdbcompression", "no") == b"+OK\r\n"
+    yield
+    with raw_connection(redis_oracle.port) as conn:
+        assert conn.request("CONFIG", "SET", "rdbcompression", "yes") == b"+OK\r\n"

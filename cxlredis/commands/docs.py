@@ -116,6 +116,53 @@ _FLUSH_HISTORY = ("4.0.0: Added the `ASYNC` flushing mode modifier.",
                   "6.2.0: Added the `SYNC` flushing mode modifier.")
 _SCAN_TAIL = (pattern("pattern", token="MATCH", optional=True),
               integer("count", token="COUNT", optional=True))
+# Lists: elements pushed, LMOVE's and LMPOP's arguments, the blocking commands' timeout.
+_ELEMENTS = string("element", multiple=True)
+_LIST_SIDE = (token("LEFT"), token("RIGHT"))
+_LIST_MOVE = (key("source", 0), key("destination", 1), oneof("wherefrom", *_LIST_SIDE),
+              oneof("whereto", *_LIST_SIDE))
+_LIST_MPOP = (integer("numkeys"), key("key", 0, multiple=True), oneof("where", *_LIST_SIDE),
+              integer("count", token="COUNT", optional=True))
+_BLOCKING_HISTORY = ("6.0.0: `timeout` is interpreted as a double instead of an integer.",)
+# Sorted sets: range options, the set algebra's options, ZMPOP's and BZMPOP's arguments.
+_WITHSCORES = token("WITHSCORES", optional=True)
+_ZSET_LIMIT = block("offset_count", integer("offset"), integer("count"), token="LIMIT", optional=True)
+_ZSET_SORTBY = (token("BYSCORE"), token("BYLEX"))
+_ZSET_AGGREGATION = (integer("weight", token="WEIGHTS", optional=True, multiple=True),
+                     oneof("aggregate", token("SUM"), token("MIN"), token("MAX"), token="AGGREGATE",
+                           optional=True))
+_ZSET_INPUTS = (integer("numkeys"), key("key", 0, multiple=True))
+_ZSET_STORE_INPUTS = (key("destination", 0), integer("numkeys"), key("key", 1, multiple=True))
+_ZSET_MPOP = (integer("numkeys"), key("key", 0, multiple=True), oneof("where", token("MIN"), token("MAX")),
+              integer("count", token="COUNT", optional=True))
+# Geo: units, and the options the searches share (GEORADIUS's ANY is documented since 6.2).
+_GEO_UNITS = (token("M"), token("KM"), token("FT"), token("MI"))
+_GEO_UNIT = oneof("unit", *_GEO_UNITS)
+_GEO_WITH = (token("WITHCOORD", optional=True), token("WITHDIST", optional=True),
+             token("WITHHASH", optional=True))
+_GEO_ORDER = oneof("order", token("ASC"), token("DESC"), optional=True)
+_GEO_SEARCH = (oneof("from", string("member", token="FROMMEMBER"),
+                     block("longitude_latitude", double("longitude"), double("latitude"), token="FROMLONLAT")),
+               oneof("by", block("circle", double("radius", token="BYRADIUS"), _GEO_UNIT),
+                     block("box", double("width", token="BYBOX"), double("height"), _GEO_UNIT)),
+               _GEO_ORDER)
+_GEO_UNITS_HISTORY = "7.0.0: Added support for uppercase unit names."
+
+
+def _geo_count(any_since=""):
+    return block("count", integer("count", token="COUNT"), token("ANY", since=any_since, optional=True),
+                 optional=True)
+
+
+def _georadius(*center, any_since="", store=True):
+    store_keys = (key("key", 1, token="STORE", optional=True),
+                  key("key", 2, token="STOREDIST", optional=True)) if store else ()
+    return (_KEY, *center, double("radius"), _GEO_UNIT, *_GEO_WITH, _geo_count(any_since), _GEO_ORDER,
+            *store_keys)
+
+
+_GEORADIUS = (double("longitude"), double("latitude"))
+_GEORADIUSBYMEMBER = (string("member"),)
 # BITCOUNT's and BITPOS's unit of start and end (7.0), and BITFIELD's GET.
 _INDEX_UNIT = oneof("index_unit", token("BYTE"), token("BIT"), since="7.0.0", optional=True)
 _INDEX_UNIT_HISTORY = ("7.0.0: Added the `BYTE|BIT` option.",)
@@ -128,6 +175,14 @@ _RESTORE_ARGUMENTS = (_KEY, integer("ttl"), string("serialized-value"),
 _RESTORE_HISTORY = ("3.0.0: Added the `REPLACE` modifier.",
                     "5.0.0: Added the `ABSTTL` modifier.",
                     "5.0.0: Added the `IDLETIME` and `FREQ` options.")
+# SORT's and SORT_RO's, but STORE; the patterns name keys of its unknown key spec.
+_SORT_ARGUMENTS = (_KEY, pattern("pattern", key_spec_index=1, token="BY", optional=True),
+                   block("offset_count", integer("offset"), integer("count"), token="LIMIT",
+                         optional=True),
+                   pattern("pattern", key_spec_index=1, token="GET", optional=True, multiple=True,
+                           multiple_token=True),
+                   oneof("order", token("ASC"), token("DESC"), optional=True),
+                   token("ALPHA", name="sorting", optional=True))
 
 DOCS = {
     # --- connection -------------------------------------------------------
@@ -271,6 +326,7 @@ DOCS = {
     "evalsha_ro": doc(string("sha1"), integer("numkeys"), key("key", 0, optional=True, multiple=True),
                        string("arg", optional=True, multiple=True)),
     "script|load": doc(string("script")),
+    "script|debug": doc(oneof("mode", token("YES"), token("SYNC"), token("NO"))),
     "script|exists": doc(string("sha1", multiple=True)),
     "script|flush": doc(oneof("async", token("ASYNC"), token("SYNC"), optional=True, since="6.2.0"),
                         history=("6.2.0: Added the `ASYNC` and `SYNC` flushing mode modifiers.",)),
@@ -295,9 +351,43 @@ DOCS = {
     "bgsave": doc(token("SCHEDULE", since="3.2.2", optional=True),
                   history=("3.2.2: Added the `SCHEDULE` option.",)),
     "wait": doc(integer("numreplicas"), integer("timeout")),
+    "waitaof": doc(integer("numlocal"), integer("numreplicas"), integer("timeout")),
+    "lolwut": doc(integer("version", token="VERSION", optional=True)),
 
     # --- transactions -----------------------------------------------------
     "watch": doc(key("key", 0, multiple=True)),
+
+    # --- lists ------------------------------------------------------------
+    "lpush": doc(_KEY, _ELEMENTS, history=("2.4.0: Accepts multiple `element` arguments.",)),
+    "rpush": doc(_KEY, _ELEMENTS, history=("2.4.0: Accepts multiple `element` arguments.",)),
+    "lpushx": doc(_KEY, _ELEMENTS, history=("4.0.0: Accepts multiple `element` arguments.",)),
+    "rpushx": doc(_KEY, _ELEMENTS, history=("4.0.0: Accepts multiple `element` arguments.",)),
+    "lpop": doc(_KEY, integer("count", since="6.2.0", optional=True),
+                history=("6.2.0: Added the `count` argument.",)),
+    "rpop": doc(_KEY, integer("count", since="6.2.0", optional=True),
+                history=("6.2.0: Added the `count` argument.",)),
+    "llen": doc(_KEY),
+    "lrange": doc(_KEY, integer("start"), integer("stop")),
+    "lindex": doc(_KEY, integer("index")),
+    "lset": doc(_KEY, integer("index"), string("element")),
+    "linsert": doc(_KEY, oneof("where", token("BEFORE"), token("AFTER")), string("pivot"),
+                   string("element")),
+    "lrem": doc(_KEY, integer("count"), string("element")),
+    "ltrim": doc(_KEY, integer("start"), integer("stop")),
+    "lpos": doc(_KEY, string("element"), integer("rank", token="RANK", optional=True),
+                integer("num-matches", token="COUNT", optional=True),
+                integer("len", token="MAXLEN", optional=True)),
+    "lmove": doc(*_LIST_MOVE),
+    "rpoplpush": doc(key("source", 0), key("destination", 1), deprecated_since="6.2.0",
+                     replaced_by="`LMOVE` with the `RIGHT` and `LEFT` arguments"),
+    "lmpop": doc(*_LIST_MPOP),
+    "blpop": doc(key("key", 0, multiple=True), double("timeout"), history=_BLOCKING_HISTORY),
+    "brpop": doc(key("key", 0, multiple=True), double("timeout"), history=_BLOCKING_HISTORY),
+    "blmove": doc(*_LIST_MOVE, double("timeout")),
+    "brpoplpush": doc(key("source", 0), key("destination", 1), double("timeout"),
+                      history=_BLOCKING_HISTORY, deprecated_since="6.2.0",
+                      replaced_by="`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
+    "blmpop": doc(double("timeout"), *_LIST_MPOP),
 
     # --- hashes -----------------------------------------------------------
     "hset": doc(_KEY, _FIELD_VALUES,
@@ -320,6 +410,118 @@ DOCS = {
     "hscan": doc(_KEY, integer("cursor"), *_SCAN_TAIL),
     "hrandfield": doc(_KEY, block("options", integer("count"),
                                   token("WITHVALUES", optional=True), optional=True)),
+
+    # --- sets -------------------------------------------------------------
+    "sadd": doc(_KEY, string("member", multiple=True),
+                history=("2.4.0: Accepts multiple `member` arguments.",)),
+    "srem": doc(_KEY, string("member", multiple=True),
+                history=("2.4.0: Accepts multiple `member` arguments.",)),
+    "smembers": doc(_KEY),
+    "sismember": doc(_KEY, string("member")),
+    "smismember": doc(_KEY, string("member", multiple=True)),
+    "scard": doc(_KEY),
+    "spop": doc(_KEY, integer("count", since="3.2.0", optional=True),
+                history=("3.2.0: Added the `count` argument.",)),
+    "srandmember": doc(_KEY, integer("count", since="2.6.0", optional=True),
+                       history=("2.6.0: Added the optional `count` argument.",)),
+    "smove": doc(key("source", 0), key("destination", 1), string("member")),
+    "sinter": doc(key("key", 0, multiple=True)),
+    "sintercard": doc(integer("numkeys"), key("key", 0, multiple=True),
+                      integer("limit", token="LIMIT", optional=True)),
+    "sinterstore": doc(key("destination", 0), key("key", 1, multiple=True)),
+    "sunion": doc(key("key", 0, multiple=True)),
+    "sunionstore": doc(key("destination", 0), key("key", 1, multiple=True)),
+    "sdiff": doc(key("key", 0, multiple=True)),
+    "sdiffstore": doc(key("destination", 0), key("key", 1, multiple=True)),
+    "sscan": doc(_KEY, integer("cursor"), *_SCAN_TAIL),
+
+    # --- sorted sets ------------------------------------------------------
+    "zadd": doc(_KEY, oneof("condition", token("NX"), token("XX"), since="3.0.2", optional=True),
+                oneof("comparison", token("GT"), token("LT"), since="6.2.0", optional=True),
+                token("CH", name="change", since="3.0.2", optional=True),
+                token("INCR", name="increment", since="3.0.2", optional=True),
+                block("score_member", double("score"), string("member"), multiple=True),
+                history=("2.4.0: Accepts multiple elements.",
+                         "3.0.2: Added the `XX`, `NX`, `CH` and `INCR` options.",
+                         "6.2.0: Added the `GT` and `LT` options.")),
+    "zincrby": doc(_KEY, integer("increment"), string("member")),
+    "zrem": doc(_KEY, string("member", multiple=True), history=("2.4.0: Accepts multiple elements.",)),
+    "zcard": doc(_KEY),
+    "zcount": doc(_KEY, double("min"), double("max")),
+    "zlexcount": doc(_KEY, string("min"), string("max")),
+    "zscore": doc(_KEY, string("member")),
+    "zmscore": doc(_KEY, string("member", multiple=True)),
+    "zrank": doc(_KEY, string("member")),
+    "zrevrank": doc(_KEY, string("member")),
+    "zrange": doc(_KEY, string("start"), string("stop"),
+                  oneof("sortby", *_ZSET_SORTBY, since="6.2.0", optional=True),
+                  token("REV", since="6.2.0", optional=True),
+                  block("offset_count", integer("offset"), integer("count"), token="LIMIT", since="6.2.0",
+                        optional=True),
+                  _WITHSCORES,
+                  history=("6.2.0: Added the `REV`, `BYSCORE`, `BYLEX` and `LIMIT` options.",)),
+    "zrangestore": doc(key("dst", 0), key("src", 1), string("min"), string("max"),
+                       oneof("sortby", *_ZSET_SORTBY, optional=True), token("REV", optional=True),
+                       _ZSET_LIMIT),
+    "zrangebyscore": doc(_KEY, double("min"), double("max"),
+                         token("WITHSCORES", since="2.0.0", optional=True), _ZSET_LIMIT,
+                         history=("2.0.0: Added the `WITHSCORES` modifier.",),
+                         deprecated_since="6.2.0", replaced_by="`ZRANGE` with the `BYSCORE` argument"),
+    "zrevrangebyscore": doc(_KEY, double("max"), double("min"), _WITHSCORES, _ZSET_LIMIT,
+                            history=("2.1.6: `min` and `max` can be exclusive.",),
+                            deprecated_since="6.2.0",
+                            replaced_by="`ZRANGE` with the `REV` and `BYSCORE` arguments"),
+    "zrangebylex": doc(_KEY, string("min"), string("max"), _ZSET_LIMIT, deprecated_since="6.2.0",
+                       replaced_by="`ZRANGE` with the `BYLEX` argument"),
+    "zrevrangebylex": doc(_KEY, string("max"), string("min"), _ZSET_LIMIT, deprecated_since="6.2.0",
+                          replaced_by="`ZRANGE` with the `REV` and `BYLEX` arguments"),
+    "zrevrange": doc(_KEY, integer("start"), integer("stop"), _WITHSCORES, deprecated_since="6.2.0",
+                     replaced_by="`ZRANGE` with the `REV` argument"),
+    "zremrangebyrank": doc(_KEY, integer("start"), integer("stop")),
+    "zremrangebyscore": doc(_KEY, double("min"), double("max")),
+    "zremrangebylex": doc(_KEY, string("min"), string("max")),
+    "zpopmin": doc(_KEY, integer("count", optional=True)),
+    "zpopmax": doc(_KEY, integer("count", optional=True)),
+    "zmpop": doc(*_ZSET_MPOP),
+    "bzpopmin": doc(key("key", 0, multiple=True), double("timeout"), history=_BLOCKING_HISTORY),
+    "bzpopmax": doc(key("key", 0, multiple=True), double("timeout"), history=_BLOCKING_HISTORY),
+    "bzmpop": doc(double("timeout"), *_ZSET_MPOP),
+    "zrandmember": doc(_KEY, block("options", integer("count"), _WITHSCORES, optional=True)),
+    "zunion": doc(*_ZSET_INPUTS, *_ZSET_AGGREGATION, _WITHSCORES),
+    "zinter": doc(*_ZSET_INPUTS, *_ZSET_AGGREGATION, _WITHSCORES),
+    "zdiff": doc(*_ZSET_INPUTS, _WITHSCORES),
+    "zunionstore": doc(*_ZSET_STORE_INPUTS, *_ZSET_AGGREGATION),
+    "zinterstore": doc(*_ZSET_STORE_INPUTS, *_ZSET_AGGREGATION),
+    "zdiffstore": doc(*_ZSET_STORE_INPUTS),
+    "zintercard": doc(*_ZSET_INPUTS, integer("limit", token="LIMIT", optional=True)),
+    "zscan": doc(_KEY, integer("cursor"), *_SCAN_TAIL),
+
+    # --- geo --------------------------------------------------------------
+    "geoadd": doc(_KEY, oneof("condition", token("NX"), token("XX"), since="6.2.0", optional=True),
+                  token("CH", name="change", since="6.2.0", optional=True),
+                  block("longitude_latitude_member", double("longitude"), double("latitude"),
+                        string("member"), multiple=True),
+                  history=("6.2.0: Added the `CH`, `NX` and `XX` options.",)),
+    "geodist": doc(_KEY, string("member1"), string("member2"),
+                   oneof("unit", *_GEO_UNITS, optional=True)),
+    "geohash": doc(_KEY, string("member", multiple=True)),
+    "geopos": doc(_KEY, string("member", multiple=True)),
+    "geosearch": doc(_KEY, *_GEO_SEARCH, _geo_count(), *_GEO_WITH, history=(_GEO_UNITS_HISTORY,)),
+    "geosearchstore": doc(key("destination", 0), key("source", 1), *_GEO_SEARCH, _geo_count(),
+                          token("STOREDIST", optional=True), history=(_GEO_UNITS_HISTORY,)),
+    "georadius": doc(*_georadius(*_GEORADIUS, any_since="6.2.0"),
+                     history=("6.2.0: Added the `ANY` option for `COUNT`.", _GEO_UNITS_HISTORY),
+                     deprecated_since="6.2.0",
+                     replaced_by="`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument"),
+    "georadiusbymember": doc(*_georadius(*_GEORADIUSBYMEMBER), history=(_GEO_UNITS_HISTORY,),
+                             deprecated_since="6.2.0",
+                             replaced_by="`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and "
+                                         "`FROMMEMBER` arguments"),
+    "georadius_ro": doc(*_georadius(*_GEORADIUS, any_since="6.2.0", store=False),
+                        history=("6.2.0: Added the `ANY` option for `COUNT`.",), deprecated_since="6.2.0",
+                        replaced_by="`GEOSEARCH` with the `BYRADIUS` argument"),
+    "georadiusbymember_ro": doc(*_georadius(*_GEORADIUSBYMEMBER, store=False), deprecated_since="6.2.0",
+                                replaced_by="`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments"),
 
     # --- strings ----------------------------------------------------------
     "get": doc(_KEY),
@@ -403,6 +605,13 @@ DOCS = {
         block("encoding_offset", string("encoding"), integer("offset"), token="GET",
               optional=True, multiple=True, multiple_token=True)),
 
+    # --- HyperLogLog ------------------------------------------------------
+    "pfadd": doc(_KEY, string("element", optional=True, multiple=True)),
+    "pfcount": doc(key("key", 0, multiple=True)),
+    "pfmerge": doc(key("destkey", 0), key("sourcekey", 1, multiple=True)),
+    "pfdebug": doc(string("subcommand"), _KEY, doc_flags="syscmd"),
+    "pfselftest": doc(doc_flags="syscmd"),
+
     # --- keyspace ---------------------------------------------------------
     "del": doc(key("key", 0, multiple=True)),
     "unlink": doc(key("key", 0, multiple=True)),
@@ -458,6 +667,9 @@ DOCS = {
                  "3.0.6: Added the `KEYS` option.",
                  "4.0.7: Added the `AUTH` option.",
                  "6.0.0: Added the `AUTH2` option.")),
+    # --- sorting ------------------------------------------------------------
+    "sort": doc(*_SORT_ARGUMENTS, key("destination", 2, token="STORE", optional=True)),
+    "sort_ro": doc(*_SORT_ARGUMENTS),
     # --- cxlredis's co-located access family (commands/cxl.py) ---
     "cxl|getref": doc(_KEY),
     "cxl|mgetref": doc(key("key", 0, multiple=True)),

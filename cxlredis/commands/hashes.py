@@ -17,6 +17,7 @@ from .._store import TYPE_HASH
 from ..errors import CommandError
 from ..notifications import GENERIC, HASH, NEW
 from .args import INT64_MAX, INT64_MIN, parse_int, upper
+from .picks import bulk_size, check_repeated_reply, parse_count
 from .scanning import parse_cursor, parse_scan_args
 
 _U32 = struct.Struct("<I")
@@ -234,39 +235,23 @@ def cmd_hscan(c, argv):
         c.reply.bulk(value)
 
 
-# Redis takes a count in [-LONG_MAX, LONG_MAX] (its -count must not overflow), and with
-# WITHVALUES one whose count*2 cannot overflow either.
-HRANDFIELD_COUNT_RANGE = errors.int_out_of_range(-INT64_MAX, INT64_MAX)
+# With WITHVALUES Redis takes a count whose count*2 cannot overflow either.
 HRANDFIELD_WITHVALUES_RANGE = "ERR value is out of range"
 
 
-def _bulk_size(data):
-    return len(data) + len(b"%d" % len(data)) + 5        # $<len>\r\n<data>\r\n
-
-
 def _check_repeated_reply(c, fields, repeats, with_values):
-    """A negative count repeats fields: the reply grows with the count, not the hash, so
-    Redis builds it until memory runs out. Refuse one whose smallest possible size is over
-    proto-max-bulk-len (and over the client's output limit when one is set)."""
-    smallest = min(_bulk_size(f) for f in fields)
-    if with_values:
-        smallest = min(_bulk_size(f) + _bulk_size(v) + (4 if c.protocol == 3 else 0)
-                       for f, v in fields.items())
-    limit = c.services.config["proto-max-bulk-len"]
-    hard = c.services.config["client-output-buffer-limit"]["normal"].hard
-    if hard:
-        limit = min(limit, hard)
-    if repeats * smallest > limit:
-        raise CommandError(f"ERR HRANDFIELD count -{repeats} would need a reply of more than "
-                           f"{limit} bytes (proto-max-bulk-len, client-output-buffer-limit)")
+    """Refuse a reply of repeated fields (and values) too big to be sent (picks.py)."""
+    def smallest():
+        if not with_values:
+            return min(bulk_size(f) for f in fields)
+        return min(bulk_size(f) + bulk_size(v) + (4 if c.protocol == 3 else 0) for f, v in fields.items())
+    check_repeated_reply(c, "HRANDFIELD", repeats, smallest)
 
 
 def cmd_hrandfield(c, argv):
     count = None
     if len(argv) >= 3:
-        count = parse_int(argv[2])
-        if count < -INT64_MAX:
-            raise CommandError(HRANDFIELD_COUNT_RANGE)
+        count = parse_count(argv[2])
     if len(argv) > 4 or (len(argv) == 4 and upper(argv[3]) != "WITHVALUES"):
         raise CommandError(errors.SYNTAX)
     with_values = len(argv) == 4

@@ -5,9 +5,9 @@ cluster slot checks hash them. Positions follow the key specs (begin_search by
 index, find_keys by range or keynum), as Redis's getKeysFromCommandWithSpecs does; indexes
 past the arguments are skipped (a variadic command with too few arguments has no
 such key). Specs found by keyword (MIGRATE's KEYS) are searched for as Redis's
-getKeysUsingKeySpecs does, and when one is incomplete (or out of the arguments)
-the command's own get_keys answers instead, as Redis falls back to the command's
-getkeys_proc.
+getKeysUsingKeySpecs does, and when one is incomplete or unknown (or out of the
+arguments) the command's own get_keys answers instead, as Redis falls back to the
+command's getkeys_proc.
 """
 import re
 
@@ -28,19 +28,16 @@ _FLAGS_OF_ACCESS = {READ: ("RO", "access"), WRITE: ("OW", "update"),
 class _KeyPlan:
     """A command's key specs, prepared: fixed positions (most commands, found without
     walking the key specs), ranges to walk for each call, or specs to search (by
-    keyword, or incomplete ones) with the command's get_keys behind them."""
+    keyword, or incomplete or unknown ones) with the command's get_keys behind them."""
 
-    __slots__ = ("ranges", "fixed", "access_from_arguments", "searched", "get_keys", "access")
+    __slots__ = ("ranges", "fixed", "access_from_arguments", "searched", "spec")
 
     def __init__(self, spec, key_specs):
-        # Key specs with a keyword, or incomplete ones, walked with Redis's checks.
+        # Key specs with a keyword, or incomplete or unknown ones, walked with Redis's checks.
         self.searched = None
-        if any(ks.keyword or ks.keynum or "incomplete" in ks.flags for ks in key_specs):
+        if any(_searched_for(ks) for ks in key_specs):
             self.searched = key_specs
-            self.get_keys = spec.get_keys
-            self.access = 0
-            for ks in key_specs:
-                self.access |= ks.access
+            self.spec = spec
             return
         self.ranges = [(ks.index, ks.last_key, ks.key_step, ks.limit, ks.access) for ks in key_specs]
         variable = any("variable_flags" in ks.flags for ks in key_specs)
@@ -53,6 +50,11 @@ class _KeyPlan:
 
 
 _plans = {}
+
+
+def _searched_for(ks):
+    """Whether a key spec's keys are searched for (not at places fixed by the arity)."""
+    return ks.keyword or ks.keynum or ks.unknown or "incomplete" in ks.flags
 
 
 def key_arguments(spec, argv, include_not_keys=False):
@@ -103,16 +105,17 @@ def _keyword_end(ks, argv):
 
 
 def _searched_keys(plan, argv):
-    return [(index, ks.access if ks is not None else plan.access)
-            for index, ks in _searched(plan.searched, plan.get_keys, argv)]
+    return [(index, ks.access) for index, ks in _searched(plan.searched, plan.spec, argv)]
 
 
-def _searched(key_specs, get_keys, argv):
+def _searched(key_specs, spec, argv):
     """Redis's getKeysUsingKeySpecs, then its fallback to the command's getkeys_proc:
-    (index, the key spec that found it, None for the fallback's keys) of each key."""
+    (index, the key spec whose flags it has) of each key."""
     argc = len(argv)
     found = []
     for ks in key_specs:
+        if ks.unknown:
+            return _fallback(spec, argv)
         if ks.keynum:
             keys = _counted_keys(ks, argv)
             if keys is None:                # no valid count: no keys (EVAL's getkeys_proc agrees)
@@ -129,9 +132,17 @@ def _searched(key_specs, get_keys, argv):
         else:
             last = argc + ks.last_key
         if last >= argc or last < first or first >= argc or "incomplete" in ks.flags:
-            return [(index, None) for index in (get_keys(argv) if get_keys is not None else [])]
+            return _fallback(spec, argv)
         found += [(index, ks) for index in range(first, last + 1, ks.key_step)]
     return found
+
+
+def _fallback(spec, argv):
+    """The keys of the command's get_keys (Redis's getkeys_proc), each with the key spec
+    whose flags it gives them; none without one."""
+    if spec.get_keys is None:
+        return []
+    return [(index, spec.key_specs[number]) for index, number in spec.get_keys(argv)]
 
 
 def _counted_keys(ks, argv):
@@ -175,12 +186,10 @@ def key_flags(spec, argv):
     them: the same keys as key_arguments, each with the flags of the key spec that found
     it, in Redis's order. A spec flagged variable_flags gives the flags its command's
     key_access reads from the arguments; keys the command's get_keys found (a spec could
-    not) have the flags its key specs share, as Redis's getkeys_procs set them (MIGRATE's)."""
+    not) have the flags of the key spec it names, as Redis's getkeys_procs set them."""
     key_specs = tuple(ks for ks in spec.key_specs if "not_key" not in ks.flags)
-    if any(ks.keyword or ks.keynum or "incomplete" in ks.flags for ks in key_specs):
-        shared = {flag for ks in key_specs for flag in ks.flags} - {"incomplete"}
-        found = [(index, ks.flags if ks is not None else shared)
-                 for index, ks in _searched(key_specs, spec.get_keys, argv)]
+    if any(_searched_for(ks) for ks in key_specs):
+        found = [(index, ks.flags) for index, ks in _searched(key_specs, spec, argv)]
     else:
         argc = len(argv)
         found = []

@@ -6,10 +6,14 @@ the value between them straight from the arena (`ReplyWriter.framed_entry`), and
 sends it from its arena view, the entry pinned until the transfer is over. RESTORE
 copies the value once, from the received payload into the arena, through the
 connection's tenant-bound store (so its quota holds: -OOM). A hash is re-encoded each
-way, between the arena's layout (commands/hashes.py) and the RDB's.
+way, between the arena's layout (commands/hashes.py) and the RDB's. A list, set or
+sorted set is read out of its trees into the RDB encoding its own encoding calls for
+(a list's nodes cut as list-max-listpack-size cuts them), and restored into trees in one
+transaction, in the encoding Redis would load it in under the configured limits.
 """
 from .. import errors
-from .._store import TYPE_HASH, TYPE_STRING, now_ms
+from .._store import (ENCODING_HASHTABLE, ENCODING_INTSET, ENCODING_LISTPACK, ENCODING_SKIPLIST, TYPE_HASH,
+                      TYPE_LIST, TYPE_SET, TYPE_STRING, TYPE_ZSET, now_ms)
 from ..cluster import dump
 from ..cluster.migrate import restore_command
 from ..cluster.slots import key_slot
@@ -29,12 +33,28 @@ MIGRATE_DEFAULT_TIMEOUT_MS = 1000       # what a timeout <= 0 stands for
 LRU_CLOCK_MAX = (1 << 24) - 1           # Redis's LRU clock: seconds, in a 24-bit field
 
 
-def payload_parts(entry):
+def dump_limits(config):
+    """The configuration DUMP and RESTORE read (dump.Limits)."""
+    return dump.Limits(dump.quicklist_fill(config["list-max-listpack-size"]),
+                       config["set-max-intset-entries"], config["zset-max-listpack-entries"],
+                       config["zset-max-listpack-value"])
+
+
+def payload_parts(entry, limits):
     """The DUMP payload of entry as (head, body, footer): for a string, body is the value's
-    arena view (b"" when it is int-encoded); for a hash, the whole payload."""
+    arena view (b"" when it is int-encoded); for any other type, the whole payload."""
     if entry.type == TYPE_STRING:
         return dump.dump_string_parts(entry.view())
-    return b"", dump.dump_hash(decode_hash(entry.view()).items()), b""
+    if entry.type == TYPE_HASH:
+        return b"", dump.dump_hash(decode_hash(entry.view()).items()), b""
+    coll = entry.collection()
+    if entry.type == TYPE_LIST:
+        payload = dump.dump_list(coll.list_range(0, len(coll)), limits.list_max_listpack_size)
+    elif entry.type == TYPE_SET:
+        payload = dump.dump_set(coll.set_members(), coll.encoding == ENCODING_INTSET)
+    else:
+        payload = dump.dump_zset(coll.zset_range(0, len(coll)), coll.encoding == ENCODING_LISTPACK)
+    return b"", payload, b""
 
 
 # --- DUMP ------------------------------------------------------------------------
@@ -43,7 +63,7 @@ def cmd_dump(c, argv):
     if entry is None:
         c.reply.null()
         return
-    head, body, footer = payload_parts(entry)
+    head, body, footer = payload_parts(entry, dump_limits(c.services.config))
     if entry.type == TYPE_STRING and len(body):
         c.reply.framed_entry(head, entry, footer)
     else:
@@ -136,7 +156,7 @@ def _restore(c, argv, tenant_option):
     ttl = parse_int(argv[2])
     if ttl < 0:
         raise CommandError(INVALID_TTL)
-    kind, value = dump.load_payload(argv[3])
+    kind, value = dump.load_payload(argv[3], dump_limits(c.services.config))
     now = now_ms()
     expire_at = -1
     if ttl:
@@ -149,8 +169,12 @@ def _restore(c, argv, tenant_option):
             return
     if kind == "string":
         store.set(db, key, value, expire_at, TYPE_STRING)
-    else:
+    elif kind == "hash":
         store.set(db, key, encode_hash(dict(value)), expire_at, TYPE_HASH)
+    else:
+        _write_collection(store, db, key, kind, value)
+        if expire_at != -1:
+            store.set_expire(store.find(db, key, touch=False, stats=False), expire_at)
     # FREQ counts under an LFU policy, IDLETIME under any other; the other is ignored.
     lfu = store.policy.endswith("-lfu")
     if lfu and freq >= 0:
@@ -163,6 +187,28 @@ def _restore(c, argv, tenant_option):
         c.notify(GENERIC, b"restore", key)
     c.reply.ok()
 
+
+def _write_collection(store, db, key, kind, value):
+    """A restored list, set or sorted set (dump.load_payload's value) made at key in place
+    of whatever is there (REPLACE), in one transaction: all of it, or (an error, -OOM)
+    none of it, the old value kept."""
+    if kind == "list":
+        with store.write_collection(db, key, TYPE_LIST, replace=True) as coll:
+            for index, element in enumerate(value):
+                coll.list_insert(index, element)
+    elif kind == "set":
+        members, hashtable = value
+        with store.write_collection(db, key, TYPE_SET, replace=True) as coll:
+            if hashtable:
+                coll.set_encode_as(ENCODING_HASHTABLE)
+            for member in members:
+                coll.set_add(member, len(members))     # (an intset holds them all)
+    else:
+        pairs, skiplist = value
+        with store.write_collection(db, key, TYPE_ZSET, replace=True) as coll:
+            coll.zset_encode_as(ENCODING_SKIPLIST if skiplist else ENCODING_LISTPACK)
+            for member, score in pairs:
+                coll.zset_put(member, score, len(pairs), INT64_MAX)
 
 
 # --- MIGRATE -----------------------------------------------------------------------
@@ -232,6 +278,7 @@ def cmd_migrate(c, argv):
         c.reply.simple(NOKEY)
         return
     by_reference_from = c.reply.large_threshold
+    limits = dump_limits(c.services.config)
     pins, sent, restores = [], [], []
     try:
         now = now_ms()
@@ -244,7 +291,7 @@ def cmd_migrate(c, argv):
                 ttl = max(ttl, 1)
             if entry.type == TYPE_STRING:
                 pins.append(entry.pin())    # its value goes out from the arena view
-            head, body, footer = payload_parts(entry)
+            head, body, footer = payload_parts(entry, limits)
             restores.append(restore_command(bytes(key), ttl, head, body, footer, replace,
                                             by_reference_from, c.services.cluster is not None,
                                             tenant))

@@ -1,19 +1,17 @@
 """EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, FCALL, FCALL_RO and FUNCTION (the engine
-is scripting.Scripts, the libraries functions.py).
+is scripting.Scripts, the libraries functions.py, the debugger of SCRIPT DEBUG ldb.py).
 
 A script or function runs in the caller's tenant: its redis.call commands see the
 caller's keyspace and are checked against the caller's ACL user, and the script cache
 and the function libraries are the tenant's own.
 """
-from .. import errors
+from .. import errors, ldb
 from ..errors import CommandError
 from ..functions import ENGINE, Libraries, read_payload
 from ..scripting import NOSCRIPT, SHEBANG_FLAGS
 from .args import parse_int, upper
 from .connection import reply_help
 
-# Redis's text, DEBUG included: the Lua debugger (SCRIPT DEBUG) is not here, but the
-# help is what clients and the differential tests read as Redis wrote it.
 SCRIPT_HELP = (
     "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DEBUG (YES|SYNC|NO)",
@@ -36,11 +34,22 @@ SCRIPT_HELP = (
 
 
 def cmd_eval(c, argv):
-    _run(c, argv, lambda: c.services.scripts.load(c.tenant, bytes(argv[1])), readonly=False)
+    _eval(c, argv, readonly=False)
 
 
 def cmd_eval_ro(c, argv):
-    _run(c, argv, lambda: c.services.scripts.load(c.tenant, bytes(argv[1])), readonly=True)
+    _eval(c, argv, readonly=True)
+
+
+def _eval(c, argv, readonly):
+    def find_script():
+        return c.services.scripts.load(c.tenant, bytes(argv[1]))
+
+    if c.lua_debug is None:
+        _run(c, argv, find_script, readonly)
+    else:
+        # the whole EVAL is the session's: its errors come after <endsession>, as in Redis
+        ldb.debug_eval(c, argv, lambda session: _run(c, argv, find_script, readonly, session))
 
 
 def cmd_evalsha(c, argv):
@@ -54,6 +63,8 @@ def cmd_evalsha_ro(c, argv):
 def _evalsha(c, argv, readonly):
     if len(argv[1]) != 40:              # no sha1 at all: Redis answers before anything else
         raise CommandError(NOSCRIPT)
+    if c.lua_debug is not None:
+        raise CommandError("ERR Please use EVAL instead of EVALSHA for debugging")
     _run(c, argv, lambda: _cached(c, argv[1]), readonly)
 
 
@@ -64,10 +75,10 @@ def _cached(c, sha):
     return script
 
 
-def _run(c, argv, find_script, readonly):
+def _run(c, argv, find_script, readonly, debugger=None):
     """EVAL and co.: numkeys checked before the script is looked up or compiled, as Redis."""
     numkeys = _numkeys(argv, errors.NOT_INTEGER)
-    _start(c, argv, find_script(), numkeys, readonly)
+    _start(c, argv, find_script(), numkeys, readonly, debugger)
 
 
 def _numkeys(argv, not_integer):
@@ -79,7 +90,7 @@ def _numkeys(argv, not_integer):
     return numkeys
 
 
-def _start(c, argv, script, numkeys, readonly):
+def _start(c, argv, script, numkeys, readonly, debugger=None):
     if script.shebang:
         # What the script declared it does, checked before it runs (Redis's scriptPrepareForRun).
         if readonly and "no-writes" not in script.flags:
@@ -90,7 +101,7 @@ def _start(c, argv, script, numkeys, readonly):
                 and not c.services.monitoring.evict_to_maxmemory(c.store.arena)):
             raise CommandError(errors.OOM)
         readonly = readonly or "no-writes" in script.flags
-    c.services.scripts.run(c, argv, script, numkeys, readonly)
+    c.services.scripts.run(c, argv, script, numkeys, readonly, debugger)
 
 
 def cmd_script_load(c, argv):
@@ -113,6 +124,22 @@ def cmd_script_flush(c, argv):
 
 def cmd_script_kill(c, argv):
     c.services.scripts.kill(function=False)
+    c.reply.ok()
+
+
+DEBUG_MODES = {"YES": ldb.FORKED, "SYNC": ldb.SYNC, "NO": None}
+
+
+def cmd_script_debug(c, argv):
+    """SCRIPT DEBUG YES|SYNC|NO: whether the client's next EVAL runs in the debugger."""
+    if c.reply.pending:     # (inside EXEC too, whose reply has begun)
+        raise CommandError("ERR SCRIPT DEBUG must be called outside a pipeline")
+    mode = upper(argv[2])
+    if mode not in DEBUG_MODES:
+        raise CommandError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+    if DEBUG_MODES[mode] is not None and c.socket_fd < 0:
+        raise CommandError("ERR SCRIPT DEBUG is not available on TLS connections")
+    c.lua_debug = DEBUG_MODES[mode]
     c.reply.ok()
 
 

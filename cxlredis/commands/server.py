@@ -5,7 +5,8 @@ import logging
 import time
 
 from .. import errors, protected
-from .._store import glob_match
+from .._store import TYPE_LIST, glob_match
+from ..cluster.dump import quicklist_nodes
 from ..config import ConfigSetError
 from ..errors import CommandError
 from ..persistence import BGSAVE_IN_PROGRESS
@@ -15,7 +16,7 @@ from .keys import encoding, refcount
 from .keyspecs import key_flags, key_positions
 from .connection import for_administrators, reply_help
 from .docs import DOCS, NO_DOCS
-from .migration import payload_parts
+from .migration import dump_limits, payload_parts
 
 log = logging.getLogger("cxlredis")
 
@@ -235,6 +236,13 @@ def reply_command_info(c, spec):
         r.bulk("begin_search")
         r.map(2)
         r.bulk("type")
+        if ks.unknown:
+            _reply_unknown_search(r)
+            r.bulk("find_keys")
+            r.map(2)
+            r.bulk("type")
+            _reply_unknown_search(r)
+            continue
         if ks.keyword:
             r.bulk("keyword")
             r.bulk("spec")
@@ -275,6 +283,12 @@ def reply_command_info(c, spec):
             reply_command_info(c, sub)
     else:
         r.set(0)
+
+
+def _reply_unknown_search(r):
+    r.bulk("unknown")
+    r.bulk("spec")
+    r.map(0)
 
 
 def reply_command_docs(c, spec):
@@ -412,6 +426,34 @@ def cmd_wait(c, argv):
     c.services.blocked.wait(c, timeout, _no_replica_acknowledged)
 
 
+def cmd_waitaof(c, argv):
+    """WAITAOF numlocal numreplicas timeout (Redis 7.2), with no append-only file and no
+    replica: a local fsync cannot be asked for; none acknowledged ([0, 0]), at once when
+    no replica is asked for (or inside a transaction), else once the timeout passes."""
+    numlocal = parse_int(argv[1])
+    if not 0 <= numlocal <= 1:
+        raise CommandError("ERR value is out of range, value must between 0 and 1")
+    numreplicas = parse_int(argv[2], WAITAOF_REPLICAS_RANGE)
+    if numreplicas < 0:
+        raise CommandError(WAITAOF_REPLICAS_RANGE)
+    timeout = parse_timeout_ms(argv[3])
+    if numlocal:
+        raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+    if not numreplicas or not c.may_block:
+        _nothing_fsynced(c)
+        return
+    c.services.blocked.wait(c, timeout, _nothing_fsynced)
+
+
+WAITAOF_REPLICAS_RANGE = "ERR value is out of range, must be positive"
+
+
+def _nothing_fsynced(c):
+    c.reply.array(2)
+    c.reply.integer(0)          # local AOFs fsynced: there is none
+    c.reply.integer(0)          # replicas that acknowledged
+
+
 def _no_replica_acknowledged(c):
     c.reply.integer(0)
 
@@ -469,17 +511,32 @@ LRU_CLOCK_MAX = (1 << 24) - 1       # Redis's LRU clock: seconds, in 24 bits
 def debug_object(c, key):
     """DEBUG OBJECT's line, Redis's fields: where the value is (in this process's mapping
     of the arena), OBJECT REFCOUNT's and ENCODING's answers, the length of its RDB (DUMP)
-    serialization, the LRU clock of its last access and the seconds since."""
+    serialization, the LRU clock of its last access and the seconds since; for a list,
+    the quicklist Redis would hold it in (as DUMP writes it)."""
     entry = c.store.find(c.db, key, touch=False, stats=False)
     if entry is None:
         raise CommandError(errors.NO_SUCH_KEY)
-    head, body, footer = payload_parts(entry)
+    limits = dump_limits(c.services.config)
+    head, body, footer = payload_parts(entry, limits)
     serialized = len(head) + len(body) + len(footer) - 11   # not its type byte, version, CRC
     idle_ms = entry.idle_ms
     lru = ((time.time_ns() // 1_000_000 - idle_ms) // 1000) & LRU_CLOCK_MAX
+    quicklist = _quicklist_fields(c, entry, limits) if entry.type == TYPE_LIST else ""
     c.reply.simple(f"Value at:{hex(c.store.arena.address + entry.mapped_offset)} "
                    f"refcount:{refcount(c, entry)} encoding:{encoding(c, entry)} "
-                   f"serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle_ms // 1000}")
+                   f"serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle_ms // 1000}"
+                   f"{quicklist}")
+
+
+def _quicklist_fields(c, entry, limits):
+    """What DEBUG OBJECT adds for a list: its quicklist's nodes, their average count, the
+    fill, whether inner nodes are compressed (list-compress-depth), the nodes' bytes."""
+    coll = entry.collection()
+    nodes = quicklist_nodes(coll.list_range(0, len(coll)), limits.list_max_listpack_size)
+    compressed = int(c.services.config["list-compress-depth"] != 0)
+    return (f" ql_nodes:{len(nodes)} ql_avg_node:{len(coll) / len(nodes):.2f}"
+            f" ql_listpack_max:{limits.list_max_listpack_size} ql_compressed:{compressed}"
+            f" ql_uncompressed_size:{sum(len(blob) for _, blob in nodes)}")
 
 
 # --- MEMORY's server-wide reports (metrics.memory_report; MEMORY USAGE is in keys.py) ----

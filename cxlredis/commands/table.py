@@ -30,11 +30,13 @@ ACL_CATEGORIES = (
 FAMILY_MODULES = {
     "string": "strings",
     "bitmap": "bitmaps",
+    "hyperloglog": "hyperloglog",
     "generic": "keys",
     "hash": "hashes",
     "list": "lists",
     "set": "sets",
     "sorted-set": "zsets",
+    "geo": "geo",
     "connection": "connection",
     "server": "server",
     "transactions": "transactions",
@@ -51,7 +53,8 @@ READ, WRITE = 1, 2
 @dataclass(frozen=True)
 class KeySpec:
     """A Redis 7 key specification: begin_search by index (or by keyword, searched from
-    startfrom), find_keys by range (or by keynum: a count of keys at an argument)."""
+    startfrom), find_keys by range (or by keynum: a count of keys at an argument); or both
+    unknown, keys only the command's get_keys finds (SORT's)."""
 
     flags: tuple
     index: int
@@ -62,6 +65,7 @@ class KeySpec:
     keyword: str = ""            # begin_search by keyword: the keys follow this argument...
     startfrom: int = 0           # ...searched for from here (negative: from the end, backwards)
     keynum: tuple = ()           # find_keys by keynum: (keynumidx, firstkey, keystep) from index
+    unknown: bool = False        # begin_search and find_keys "unknown"
 
     @property
     def access(self):
@@ -92,8 +96,9 @@ class CommandSpec:
     fast_op: int = -1            # its code in the C fast path (ext/cxlredis/_fastpath.pxd), -1: not there
     # For key specs flagged variable_flags: argv → the access (READ/WRITE bits) its keys need.
     key_access: object = None
-    # For key specs flagged incomplete: argv → the indexes of its keys (Redis's getkeys_proc,
-    # which Redis falls back to when a key spec cannot find every key).
+    # For key specs flagged incomplete or unknown: argv → (index, key spec number) of each
+    # of its keys, the key spec whose flags the key has (Redis's getkeys_proc, which Redis
+    # falls back to when a key spec cannot find every key).
     get_keys: object = None
     # Its replies are pushes (SUBSCRIBE and co.), which CLIENT REPLY OFF/SKIP do not hide.
     replies_are_pushes: bool = False
@@ -129,7 +134,7 @@ class CommandSpec:
             return only.index, last, only.key_step
         first, last = None, 0
         for spec in self.key_specs:
-            if (spec.keyword or spec.keynum or spec.key_step != 1
+            if (spec.keyword or spec.keynum or spec.unknown or spec.key_step != 1
                     or (first is not None and last != spec.index - 1)):
                 continue  # found by keyword, not plain, or not next to the previous range: movable keys
             first = spec.index if first is None else min(first, spec.index)
@@ -179,6 +184,10 @@ def ks_keyword(flags, keyword, startfrom, last_key=0, key_step=1, limit=0):
                    startfrom=startfrom)
 
 
+def ks_unknown(flags, notes=""):
+    return KeySpec(tuple(flags.split()), 0, notes=notes, unknown=True)
+
+
 def cmd(name, arity, flags="", acl="", **docs):
     return CommandSpec(name=name, arity=arity, flags=tuple(flags.split()),
                        categories=tuple(acl.split()), **docs)
@@ -213,14 +222,36 @@ _MIGRATE_OPTION_ARGS = {b"copy": 0, b"replace": 0, b"auth": 1, b"auth2": 2}
 
 def _migrate_keys(argv):
     """MIGRATE's keys, as Redis's migrateGetKeys finds them: argv[3], or with KEYS every
-    argument after it (none when argv[3] is not empty then)."""
+    argument after it (none when argv[3] is not empty then); all with key spec 0's flags."""
     i = 6
     while i < len(argv):
         word = bytes(argv[i]).lower()
         if word == b"keys":
-            return [] if len(argv[3]) else list(range(i + 1, len(argv)))
+            return [] if len(argv[3]) else [(index, 0) for index in range(i + 1, len(argv))]
         i += 1 + _MIGRATE_OPTION_ARGS.get(word, 0)
-    return [3]
+    return [(3, 0)]
+
+
+# SORT's options that take arguments, and how many (STORE's is its key).
+_SORT_OPTION_ARGS = {b"limit": 2, b"get": 1, b"by": 1}
+
+
+def _sort_keys(argv):
+    """SORT's keys, as Redis's sortGetKeys finds them: the key to sort (key spec 0's
+    flags), and the last STORE's key (key spec 2's), options skipped by their arguments."""
+    store = []
+    i = 2
+    while i < len(argv):
+        word = c_word(argv[i])
+        if word == b"store" and i + 1 < len(argv):
+            store = [(i + 1, 2)]        # (its key is looked at as an option next)
+        i += 1 + _SORT_OPTION_ARGS.get(word, 0)
+    return [(1, 0)] + store
+
+
+def _sort_ro_keys(argv):
+    """SORT_RO's key: the one to sort (sortROGetKeys)."""
+    return [(1, 0)]
 
 
 _CONN = dict(group="connection")
@@ -231,7 +262,50 @@ _PUBSUB_SUB = "pubsub loading stale"
 _CLIENT_SUB = "noscript loading stale"
 _SERVER = dict(group="server")
 _TX = dict(group="transactions")
+_SET = dict(group="set")
+_SET_INTER = "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."
+_SET_UNION = "O(N) where N is the total number of elements in all given sets."
 _HASH = dict(group="hash")
+_LIST = dict(group="list")
+_LIST_PUSH = ("O(1) for each element added, so O(N) to add N elements when the command is called with "
+              "multiple arguments.")
+_LIST_POP_KEY = ks("RW access delete", 1)
+_LIST_MOVE_KEYS = (ks("RW access delete", 1), ks("RW insert", 2))
+_LIST_MPOP = "O(N+M) where N is the number of provided keys and M is the number of elements returned."
+_ZSET = dict(group="sorted-set")
+_ZSET_KEY_RO = (ks("RO access", 1),)
+_ZSET_RANGE = ("O(log(N)+M) with N being the number of elements in the sorted set and M the number of "
+               "elements being returned. If M is constant (e.g. always asking for the first 10 elements "
+               "with LIMIT), you can consider it O(log(N)).")
+_ZSET_REMOVE_RANGE = ("O(log(N)+M) with N being the number of elements in the sorted set and M the number "
+                      "of elements removed by the operation.")
+_ZSET_POP = ("O(log(N)*M) with N being the number of elements in the sorted set, and M being the number "
+             "of elements popped.")
+_ZSET_MPOP = ("O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements "
+              "in the sorted set, and M being the number of elements popped.")
+_ZSET_BZPOP = "O(log(N)) with N being the number of elements in the sorted set."
+_ZSET_UNION = ("O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being "
+               "the number of elements in the resulting sorted set.")
+_ZSET_INTER = ("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the "
+               "number of input sorted sets and M being the number of elements in the resulting sorted set.")
+_ZSET_DIFF = ("O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N "
+              "is the size of the first set, and K is the size of the result set.")
+_ZSET_STORE_KEYS = (ks("OW update", 1), ks_keynum("RO access", 2, 0, 1, 1))
+_ZSET_INPUT_KEYS = (ks_keynum("RO access", 1, 0, 1, 1),)
+_GEO = dict(group="geo")
+_GEO_RADIUS = ("O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+               "area delimited by center and radius and M is the number of items inside the index.")
+_GEO_SEARCH = ("O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area "
+               "around the shape provided as the filter and M is the number of items inside the shape")
+
+
+def _georadius_keys(options_from):
+    """GEORADIUS's and GEORADIUSBYMEMBER's keys: the set, and a STORE or STOREDIST key
+    among the options."""
+    return (ks("RO access", 1), ks_keyword("OW update", "STORE", options_from),
+            ks_keyword("OW update", "STOREDIST", options_from))
+
+
 _ACL = dict(group="server", family="acl")
 _ACL_ADMIN = "admin noscript loading stale"
 # cxlredis's own family: no Redis has it, so "since" is the cxlredis version that added it.
@@ -256,6 +330,12 @@ _ALL_SHARDS = ("request_policy:all_shards", "response_policy:all_succeeded")
 _WATCH = dict(group="server", family="monitoring")
 _WATCH_ADMIN = "admin noscript loading stale"
 _MIGRATION = dict(family="migration")
+_SORT = dict(group="generic", family="sort", complexity=(
+    "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number "
+    "of returned elements. When the elements are not sorted, complexity is O(N)."))
+_SORT_BY_GET_KEYS = ks_unknown("RO access", notes=(
+    "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from "
+    "the content of the key we sort"))
 _RESTORE_COMPLEXITY = (
     "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N "
     "is the number of Redis objects composing the value and M their average size. For small string "
@@ -484,12 +564,19 @@ SPECS = [
         summary="Asynchronously save the dataset to disk", since="1.0.0", complexity="O(1)"),
     cmd("bgrewriteaof", 1, "admin noscript no_async_loading", **_SERVER,
         summary="Asynchronously rewrite the append-only file", since="1.0.0", complexity="O(1)"),
+    cmd("lolwut", -1, "readonly fast", acl="", group="server", family="lolwut",
+        summary="Display some computer art and the Redis version", since="5.0.0"),
     cmd("role", 1, "noscript loading stale fast", acl="admin dangerous", **_SERVER,
         summary="Return the role of the instance in the context of replication", since="2.8.12",
         complexity="O(1)"),
     cmd("wait", 3, "noscript", acl="connection", group="generic", family="server",
         summary="Wait for the synchronous replication of all the write commands sent in the "
         "context of the current connection", since="3.0.0", complexity="O(1)",
+        tips=("request_policy:all_shards", "response_policy:agg_min")),
+    # Redis 7.2's (answered as a primary without AOF or replicas)
+    cmd("waitaof", 4, "noscript", acl="connection", group="generic", family="server",
+        summary="Blocks until all of the preceding commands sent by the connection are written to the "
+        "append-only file of the master and/or replicas", since="7.2.0", complexity="O(1)",
         tips=("request_policy:all_shards", "response_policy:agg_min")),
     cmd("shutdown", -1, "admin noscript loading stale no_multi allow_busy", **_SERVER,
         summary="Synchronously save the dataset to disk and then shut down the server", since="1.0.0",
@@ -513,6 +600,8 @@ SPECS = [
         summary="Load the specified Lua script into the script cache.", since="2.6.0",
         complexity="O(N) with N being the length in bytes of the script body.",
         tips=("request_policy:all_nodes", "response_policy:all_succeeded")),
+    cmd("script|debug", 3, "noscript", acl="scripting", **_SCRIPTING,
+        summary="Set the debug mode for executed scripts.", since="3.2.0", complexity="O(1)"),
     cmd("script|exists", -3, "noscript", acl="scripting", **_SCRIPTING,
         summary="Check existence of scripts in the script cache.", since="2.6.0",
         complexity="O(N) with N being the number of scripts to check (so checking a single script "
@@ -734,6 +823,297 @@ SPECS = [
         complexity="O(N) where N is the number of fields returned", tips=("nondeterministic_output",),
         key_specs=(ks("RO access", 1),)),
 
+    # --- lists (commands/lists.py) ----------------------------------------
+    cmd("lpush", -3, "write denyoom fast", acl="list", **_LIST,
+        summary="Prepend one or multiple elements to a list", since="1.0.0", complexity=_LIST_PUSH,
+        key_specs=(ks("RW insert", 1),)),
+    cmd("rpush", -3, "write denyoom fast", acl="list", **_LIST,
+        summary="Append one or multiple elements to a list", since="1.0.0", complexity=_LIST_PUSH,
+        key_specs=(ks("RW insert", 1),)),
+    cmd("lpushx", -3, "write denyoom fast", acl="list", **_LIST,
+        summary="Prepend an element to a list, only if the list exists", since="2.2.0",
+        complexity=_LIST_PUSH, key_specs=(ks("RW insert", 1),)),
+    cmd("rpushx", -3, "write denyoom fast", acl="list", **_LIST,
+        summary="Append an element to a list, only if the list exists", since="2.2.0",
+        complexity=_LIST_PUSH, key_specs=(ks("RW insert", 1),)),
+    cmd("lpop", -2, "write fast", acl="list", **_LIST,
+        summary="Remove and get the first elements in a list", since="1.0.0",
+        complexity="O(N) where N is the number of elements returned", key_specs=(_LIST_POP_KEY,)),
+    cmd("rpop", -2, "write fast", acl="list", **_LIST,
+        summary="Remove and get the last elements in a list", since="1.0.0",
+        complexity="O(N) where N is the number of elements returned", key_specs=(_LIST_POP_KEY,)),
+    cmd("llen", 2, "readonly fast", acl="list", **_LIST, summary="Get the length of a list",
+        since="1.0.0", complexity="O(1)", key_specs=(ks("RO", 1),)),
+    cmd("lrange", 4, "readonly", acl="list", **_LIST, summary="Get a range of elements from a list",
+        since="1.0.0",
+        complexity="O(S+N) where S is the distance of start offset from HEAD for small lists, from "
+                   "nearest end (HEAD or TAIL) for large lists; and N is the number of elements in "
+                   "the specified range.", key_specs=(ks("RO access", 1),)),
+    cmd("lindex", 3, "readonly", acl="list", **_LIST,
+        summary="Get an element from a list by its index", since="1.0.0",
+        complexity="O(N) where N is the number of elements to traverse to get to the element at "
+                   "index. This makes asking for the first or the last element of the list O(1).",
+        key_specs=(ks("RO access", 1),)),
+    cmd("lset", 4, "write denyoom", acl="list", **_LIST,
+        summary="Set the value of an element in a list by its index", since="1.0.0",
+        complexity="O(N) where N is the length of the list. Setting either the first or the last "
+                   "element of the list is O(1).", key_specs=(ks("RW update", 1),)),
+    cmd("linsert", 5, "write denyoom", acl="list", **_LIST,
+        summary="Insert an element before or after another element in a list", since="2.2.0",
+        complexity="O(N) where N is the number of elements to traverse before seeing the value "
+                   "pivot. This means that inserting somewhere on the left end on the list (head) "
+                   "can be considered O(1) and inserting somewhere on the right end (tail) is O(N).",
+        key_specs=(ks("RW insert", 1),)),
+    cmd("lrem", 4, "write", acl="list", **_LIST, summary="Remove elements from a list", since="1.0.0",
+        complexity="O(N+M) where N is the length of the list and M is the number of elements removed.",
+        key_specs=(ks("RW delete", 1),)),
+    cmd("ltrim", 4, "write", acl="list", **_LIST, summary="Trim a list to the specified range",
+        since="1.0.0", complexity="O(N) where N is the number of elements to be removed by the operation.",
+        key_specs=(ks("RW delete", 1),)),
+    cmd("lpos", -3, "readonly", acl="list", **_LIST,
+        summary="Return the index of matching elements on a list", since="6.0.6",
+        complexity="O(N) where N is the number of elements in the list, for the average case. When "
+                   "searching for elements near the head or the tail of the list, or when the MAXLEN "
+                   "option is provided, the command may run in constant time.",
+        key_specs=(ks("RO access", 1),)),
+    cmd("lmove", 5, "write denyoom", acl="list", **_LIST,
+        summary="Pop an element from a list, push it to another list and return it", since="6.2.0",
+        complexity="O(1)", key_specs=_LIST_MOVE_KEYS),
+    cmd("rpoplpush", 3, "write denyoom", acl="list", **_LIST,
+        summary="Remove the last element in a list, prepend it to another list and return it",
+        since="1.2.0", complexity="O(1)", key_specs=_LIST_MOVE_KEYS),
+    cmd("lmpop", -4, "write movablekeys", acl="list", **_LIST, summary="Pop elements from a list",
+        since="7.0.0", complexity=_LIST_MPOP, key_specs=(ks_keynum("RW access delete", 1, 0, 1, 1),)),
+    cmd("blpop", -3, "write noscript blocking", acl="list", **_LIST,
+        summary="Remove and get the first element in a list, or block until one is available",
+        since="2.0.0", complexity="O(N) where N is the number of provided keys.",
+        key_specs=(ks("RW access delete", 1, last_key=-2),)),
+    cmd("brpop", -3, "write noscript blocking", acl="list", **_LIST,
+        summary="Remove and get the last element in a list, or block until one is available",
+        since="2.0.0", complexity="O(N) where N is the number of provided keys.",
+        key_specs=(ks("RW access delete", 1, last_key=-2),)),
+    cmd("blmove", 6, "write denyoom noscript blocking", acl="list", **_LIST,
+        summary="Pop an element from a list, push it to another list and return it; or block until "
+                "one is available", since="6.2.0", complexity="O(1)", key_specs=_LIST_MOVE_KEYS),
+    cmd("brpoplpush", 4, "write denyoom noscript blocking", acl="list", **_LIST,
+        summary="Pop an element from a list, push it to another list and return it; or block until "
+                "one is available", since="2.2.0", complexity="O(1)", key_specs=_LIST_MOVE_KEYS),
+    cmd("blmpop", -5, "write blocking movablekeys", acl="list", **_LIST,
+        summary="Pop elements from a list, or block until one is available", since="7.0.0",
+        complexity=_LIST_MPOP, key_specs=(ks_keynum("RW access delete", 2, 0, 1, 1),)),
+
+    # --- sets (commands/sets.py) ------------------------------------------
+    cmd("sadd", -3, "write denyoom fast", acl="set", **_SET,
+        summary="Add one or more members to a set", since="1.0.0",
+        complexity="O(1) for each element added, so O(N) to add N elements when the command is called "
+                   "with multiple arguments.", key_specs=(ks("RW insert", 1),)),
+    cmd("srem", -3, "write fast", acl="set", **_SET,
+        summary="Remove one or more members from a set", since="1.0.0",
+        complexity="O(N) where N is the number of members to be removed.", key_specs=(ks("RW delete", 1),)),
+    cmd("smembers", 2, "readonly", acl="set", **_SET, summary="Get all the members in a set",
+        since="1.0.0", complexity="O(N) where N is the set cardinality.",
+        tips=("nondeterministic_output_order",), key_specs=(ks("RO access", 1),)),
+    cmd("sismember", 3, "readonly fast", acl="set", **_SET,
+        summary="Determine if a given value is a member of a set", since="1.0.0", complexity="O(1)",
+        key_specs=(ks("RO", 1),)),
+    cmd("smismember", -3, "readonly fast", acl="set", **_SET,
+        summary="Returns the membership associated with the given elements for a set", since="6.2.0",
+        complexity="O(N) where N is the number of elements being checked for membership",
+        key_specs=(ks("RO access", 1),)),
+    cmd("scard", 2, "readonly fast", acl="set", **_SET, summary="Get the number of members in a set",
+        since="1.0.0", complexity="O(1)", key_specs=(ks("RO", 1),)),
+    cmd("spop", -2, "write fast", acl="set", **_SET,
+        summary="Remove and return one or multiple random members from a set", since="1.0.0",
+        complexity="Without the count argument O(1), otherwise O(N) where N is the value of the passed "
+                   "count.", tips=("nondeterministic_output",), key_specs=(ks("RW access delete", 1),)),
+    cmd("srandmember", -2, "readonly", acl="set", **_SET,
+        summary="Get one or multiple random members from a set", since="1.0.0",
+        complexity="Without the count argument O(1), otherwise O(N) where N is the absolute value of the "
+                   "passed count.", tips=("nondeterministic_output",), key_specs=(ks("RO access", 1),)),
+    cmd("smove", 4, "write fast", acl="set", **_SET, summary="Move a member from one set to another",
+        since="1.0.0", complexity="O(1)", key_specs=(ks("RW access delete", 1), ks("RW insert", 2))),
+    cmd("sinter", -2, "readonly", acl="set", **_SET, summary="Intersect multiple sets", since="1.0.0",
+        complexity=_SET_INTER, tips=("nondeterministic_output_order",), key_specs=(ks("RO access", 1, -1),)),
+    cmd("sintercard", -3, "readonly movablekeys", acl="set", **_SET,
+        summary="Intersect multiple sets and return the cardinality of the result", since="7.0.0",
+        complexity=_SET_INTER, key_specs=(ks_keynum("RO access", 1, 0, 1, 1),)),
+    cmd("sinterstore", -3, "write denyoom", acl="set", **_SET,
+        summary="Intersect multiple sets and store the resulting set in a key", since="1.0.0",
+        complexity=_SET_INTER, key_specs=(ks("RW update", 1), ks("RO access", 2, -1))),
+    cmd("sunion", -2, "readonly", acl="set", **_SET, summary="Add multiple sets", since="1.0.0",
+        complexity=_SET_UNION, tips=("nondeterministic_output_order",), key_specs=(ks("RO access", 1, -1),)),
+    cmd("sunionstore", -3, "write denyoom", acl="set", **_SET,
+        summary="Add multiple sets and store the resulting set in a key", since="1.0.0",
+        complexity=_SET_UNION, key_specs=(ks("OW update", 1), ks("RO access", 2, -1))),
+    cmd("sdiff", -2, "readonly", acl="set", **_SET, summary="Subtract multiple sets", since="1.0.0",
+        complexity=_SET_UNION, tips=("nondeterministic_output_order",), key_specs=(ks("RO access", 1, -1),)),
+    cmd("sdiffstore", -3, "write denyoom", acl="set", **_SET,
+        summary="Subtract multiple sets and store the resulting set in a key", since="1.0.0",
+        complexity=_SET_UNION, key_specs=(ks("OW update", 1), ks("RO access", 2, -1))),
+    cmd("sscan", -3, "readonly", acl="set", **_SET, summary="Incrementally iterate Set elements",
+        since="2.8.0",
+        complexity="O(1) for every call. O(N) for a complete iteration, including enough command "
+                   "calls for the cursor to return back to 0. N is the number of elements inside "
+                   "the collection..", tips=("nondeterministic_output",),
+        key_specs=(ks("RO access", 1),)),
+
+    # --- sorted sets (commands/zsets.py) ----------------------------------
+    cmd("zadd", -4, "write denyoom fast", acl="sortedset", **_ZSET,
+        summary="Add one or more members to a sorted set, or update its score if it already exists",
+        since="1.2.0", complexity="O(log(N)) for each item added, where N is the number of elements in "
+                                  "the sorted set.", key_specs=(ks("RW update", 1),)),
+    cmd("zincrby", 4, "write denyoom fast", acl="sortedset", **_ZSET,
+        summary="Increment the score of a member in a sorted set", since="1.2.0",
+        complexity="O(log(N)) where N is the number of elements in the sorted set.",
+        key_specs=(ks("RW access update", 1),)),
+    cmd("zrem", -3, "write fast", acl="sortedset", **_ZSET,
+        summary="Remove one or more members from a sorted set", since="1.2.0",
+        complexity="O(M*log(N)) with N being the number of elements in the sorted set and M the number "
+                   "of elements to be removed.", key_specs=(ks("RW delete", 1),)),
+    cmd("zcard", 2, "readonly fast", acl="sortedset", **_ZSET,
+        summary="Get the number of members in a sorted set", since="1.2.0", complexity="O(1)",
+        key_specs=(ks("RO", 1),)),
+    cmd("zcount", 4, "readonly fast", acl="sortedset", **_ZSET,
+        summary="Count the members in a sorted set with scores within the given values", since="2.0.0",
+        complexity="O(log(N)) with N being the number of elements in the sorted set.",
+        key_specs=_ZSET_KEY_RO),
+    cmd("zlexcount", 4, "readonly fast", acl="sortedset", **_ZSET,
+        summary="Count the number of members in a sorted set between a given lexicographical range",
+        since="2.8.9", complexity="O(log(N)) with N being the number of elements in the sorted set.",
+        key_specs=_ZSET_KEY_RO),
+    cmd("zscore", 3, "readonly fast", acl="sortedset", **_ZSET,
+        summary="Get the score associated with the given member in a sorted set", since="1.2.0",
+        complexity="O(1)", key_specs=_ZSET_KEY_RO),
+    cmd("zmscore", -3, "readonly fast", acl="sortedset", **_ZSET,
+        summary="Get the score associated with the given members in a sorted set", since="6.2.0",
+        complexity="O(N) where N is the number of members being requested.", key_specs=_ZSET_KEY_RO),
+    cmd("zrank", 3, "readonly fast", acl="sortedset", **_ZSET,
+        summary="Determine the index of a member in a sorted set", since="2.0.0", complexity="O(log(N))",
+        key_specs=_ZSET_KEY_RO),
+    cmd("zrevrank", 3, "readonly fast", acl="sortedset", **_ZSET,
+        summary="Determine the index of a member in a sorted set, with scores ordered from high to low",
+        since="2.0.0", complexity="O(log(N))", key_specs=_ZSET_KEY_RO),
+    cmd("zrange", -4, "readonly", acl="sortedset", **_ZSET,
+        summary="Return a range of members in a sorted set", since="1.2.0",
+        complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the number "
+                   "of elements returned.", key_specs=_ZSET_KEY_RO),
+    cmd("zrangestore", -5, "write denyoom", acl="sortedset", **_ZSET,
+        summary="Store a range of members from sorted set into another key", since="6.2.0",
+        complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the number "
+                   "of elements stored into the destination key.",
+        key_specs=(ks("OW update", 1), ks("RO access", 2))),
+    cmd("zrangebyscore", -4, "readonly", acl="sortedset", **_ZSET,
+        summary="Return a range of members in a sorted set, by score", since="1.0.5",
+        complexity=_ZSET_RANGE, key_specs=_ZSET_KEY_RO),
+    cmd("zrevrangebyscore", -4, "readonly", acl="sortedset", **_ZSET,
+        summary="Return a range of members in a sorted set, by score, with scores ordered from high to low",
+        since="2.2.0", complexity=_ZSET_RANGE, key_specs=_ZSET_KEY_RO),
+    cmd("zrangebylex", -4, "readonly", acl="sortedset", **_ZSET,
+        summary="Return a range of members in a sorted set, by lexicographical range", since="2.8.9",
+        complexity=_ZSET_RANGE, key_specs=_ZSET_KEY_RO),
+    cmd("zrevrangebylex", -4, "readonly", acl="sortedset", **_ZSET,
+        summary="Return a range of members in a sorted set, by lexicographical range, ordered from higher "
+                "to lower strings.", since="2.8.9", complexity=_ZSET_RANGE, key_specs=_ZSET_KEY_RO),
+    cmd("zrevrange", -4, "readonly", acl="sortedset", **_ZSET,
+        summary="Return a range of members in a sorted set, by index, with scores ordered from high to low",
+        since="1.2.0", complexity="O(log(N)+M) with N being the number of elements in the sorted set and M "
+                                  "the number of elements returned.", key_specs=_ZSET_KEY_RO),
+    cmd("zremrangebyrank", 4, "write", acl="sortedset", **_ZSET,
+        summary="Remove all members in a sorted set within the given indexes", since="2.0.0",
+        complexity=_ZSET_REMOVE_RANGE, key_specs=(ks("RW delete", 1),)),
+    cmd("zremrangebyscore", 4, "write", acl="sortedset", **_ZSET,
+        summary="Remove all members in a sorted set within the given scores", since="1.2.0",
+        complexity=_ZSET_REMOVE_RANGE, key_specs=(ks("RW delete", 1),)),
+    cmd("zremrangebylex", 4, "write", acl="sortedset", **_ZSET,
+        summary="Remove all members in a sorted set between the given lexicographical range", since="2.8.9",
+        complexity=_ZSET_REMOVE_RANGE, key_specs=(ks("RW delete", 1),)),
+    cmd("zpopmin", -2, "write fast", acl="sortedset", **_ZSET,
+        summary="Remove and return members with the lowest scores in a sorted set", since="5.0.0",
+        complexity=_ZSET_POP, key_specs=(ks("RW access delete", 1),)),
+    cmd("zpopmax", -2, "write fast", acl="sortedset", **_ZSET,
+        summary="Remove and return members with the highest scores in a sorted set", since="5.0.0",
+        complexity=_ZSET_POP, key_specs=(ks("RW access delete", 1),)),
+    cmd("zmpop", -4, "write movablekeys", acl="sortedset", **_ZSET,
+        summary="Remove and return members with scores in a sorted set", since="7.0.0",
+        complexity=_ZSET_MPOP, key_specs=(ks_keynum("RW access delete", 1, 0, 1, 1),)),
+    cmd("bzpopmin", -3, "write noscript blocking fast", acl="sortedset", **_ZSET,
+        summary="Remove and return the member with the lowest score from one or more sorted sets, or "
+                "block until one is available", since="5.0.0", complexity=_ZSET_BZPOP,
+        key_specs=(ks("RW access delete", 1, -2),)),
+    cmd("bzpopmax", -3, "write noscript blocking fast", acl="sortedset", **_ZSET,
+        summary="Remove and return the member with the highest score from one or more sorted sets, or "
+                "block until one is available", since="5.0.0", complexity=_ZSET_BZPOP,
+        key_specs=(ks("RW access delete", 1, -2),)),
+    cmd("bzmpop", -5, "write blocking movablekeys", acl="sortedset", **_ZSET,
+        summary="Remove and return members with scores in a sorted set or block until one is available",
+        since="7.0.0", complexity=_ZSET_MPOP, key_specs=(ks_keynum("RW access delete", 2, 0, 1, 1),)),
+    cmd("zrandmember", -2, "readonly", acl="sortedset", **_ZSET,
+        summary="Get one or multiple random elements from a sorted set", since="6.2.0",
+        complexity="O(N) where N is the number of elements returned", tips=("nondeterministic_output",),
+        key_specs=_ZSET_KEY_RO),
+    cmd("zunion", -3, "readonly movablekeys", acl="sortedset", **_ZSET, summary="Add multiple sorted sets",
+        since="6.2.0", complexity=_ZSET_UNION, key_specs=_ZSET_INPUT_KEYS),
+    cmd("zinter", -3, "readonly movablekeys", acl="sortedset", **_ZSET,
+        summary="Intersect multiple sorted sets", since="6.2.0", complexity=_ZSET_INTER,
+        key_specs=_ZSET_INPUT_KEYS),
+    cmd("zdiff", -3, "readonly movablekeys", acl="sortedset", **_ZSET, summary="Subtract multiple sorted sets",
+        since="6.2.0", complexity=_ZSET_DIFF, key_specs=_ZSET_INPUT_KEYS),
+    cmd("zunionstore", -4, "write denyoom movablekeys", acl="sortedset", **_ZSET,
+        summary="Add multiple sorted sets and store the resulting sorted set in a new key", since="2.0.0",
+        complexity="O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M "
+                   "being the number of elements in the resulting sorted set.", key_specs=_ZSET_STORE_KEYS),
+    cmd("zinterstore", -4, "write denyoom movablekeys", acl="sortedset", **_ZSET,
+        summary="Intersect multiple sorted sets and store the resulting sorted set in a new key",
+        since="2.0.0", complexity=_ZSET_INTER, key_specs=_ZSET_STORE_KEYS),
+    cmd("zdiffstore", -4, "write denyoom movablekeys", acl="sortedset", **_ZSET,
+        summary="Subtract multiple sorted sets and store the resulting sorted set in a new key",
+        since="6.2.0", complexity=_ZSET_DIFF, key_specs=_ZSET_STORE_KEYS),
+    cmd("zintercard", -3, "readonly movablekeys", acl="sortedset", **_ZSET,
+        summary="Intersect multiple sorted sets and return the cardinality of the result", since="7.0.0",
+        complexity="O(N*K) worst case with N being the smallest input sorted set, K being the number of "
+                   "input sorted sets.", key_specs=_ZSET_INPUT_KEYS),
+    cmd("zscan", -3, "readonly", acl="sortedset", **_ZSET,
+        summary="Incrementally iterate sorted sets elements and associated scores", since="2.8.0",
+        complexity="O(1) for every call. O(N) for a complete iteration, including enough command "
+                   "calls for the cursor to return back to 0. N is the number of elements inside "
+                   "the collection..", tips=("nondeterministic_output",), key_specs=_ZSET_KEY_RO),
+
+    # --- geo (commands/geo.py) --------------------------------------------
+    cmd("geoadd", -5, "write denyoom", acl="geo", **_GEO,
+        summary="Add one or more geospatial items in the geospatial index represented using a sorted set",
+        since="3.2.0", complexity="O(log(N)) for each item added, where N is the number of elements in "
+                                  "the sorted set.", key_specs=(ks("RW update", 1),)),
+    cmd("geodist", -4, "readonly", acl="geo", **_GEO,
+        summary="Returns the distance between two members of a geospatial index", since="3.2.0",
+        complexity="O(log(N))", key_specs=(ks("RO access", 1),)),
+    cmd("geohash", -2, "readonly", acl="geo", **_GEO,
+        summary="Returns members of a geospatial index as standard geohash strings", since="3.2.0",
+        complexity="O(log(N)) for each member requested, where N is the number of elements in the "
+                   "sorted set.", key_specs=(ks("RO access", 1),)),
+    cmd("geopos", -2, "readonly", acl="geo", **_GEO,
+        summary="Returns longitude and latitude of members of a geospatial index", since="3.2.0",
+        complexity="O(N) where N is the number of members requested.", key_specs=(ks("RO access", 1),)),
+    cmd("geosearch", -7, "readonly", acl="geo", **_GEO,
+        summary="Query a sorted set representing a geospatial index to fetch members inside an area of a "
+                "box or a circle.", since="6.2.0", complexity=_GEO_SEARCH, key_specs=(ks("RO access", 1),)),
+    cmd("geosearchstore", -8, "write denyoom", acl="geo", **_GEO,
+        summary="Query a sorted set representing a geospatial index to fetch members inside an area of a "
+                "box or a circle, and store the result in another key.", since="6.2.0",
+        complexity=_GEO_SEARCH, key_specs=(ks("OW update", 1), ks("RO access", 2))),
+    cmd("georadius", -6, "write denyoom movablekeys", acl="geo", **_GEO,
+        summary="Query a sorted set representing a geospatial index to fetch members matching a given "
+                "maximum distance from a point", since="3.2.0", complexity=_GEO_RADIUS,
+        key_specs=_georadius_keys(6)),
+    cmd("georadiusbymember", -5, "write denyoom movablekeys", acl="geo", **_GEO,
+        summary="Query a sorted set representing a geospatial index to fetch members matching a given "
+                "maximum distance from a member", since="3.2.0", complexity=_GEO_RADIUS,
+        key_specs=_georadius_keys(5)),
+    cmd("georadius_ro", -6, "readonly", acl="geo", **_GEO, summary="A read-only variant for GEORADIUS",
+        since="3.2.10", complexity=_GEO_RADIUS, key_specs=(ks("RO access", 1),)),
+    cmd("georadiusbymember_ro", -5, "readonly", acl="geo", **_GEO,
+        summary="A read-only variant for GEORADIUSBYMEMBER", since="3.2.10", complexity=_GEO_RADIUS,
+        key_specs=(ks("RO access", 1),)),
+
     # --- strings (commands/strings.py) ------------------------------------
     cmd("get", 2, "readonly fast", acl="string", group="string", fast_op=FAST_GET_OP,
         summary="Get the value of a key", since="1.0.0", complexity="O(1)",
@@ -853,6 +1233,28 @@ SPECS = [
         "BITFIELD", since="6.0.0", complexity="O(1) for each subcommand specified",
         key_specs=(ks("RO access", 1),)),
 
+    # --- HyperLogLog (commands/hyperloglog.py) ------------------------------
+    cmd("pfadd", -2, "write denyoom fast", acl="hyperloglog", group="hyperloglog",
+        summary="Adds the specified elements to the specified HyperLogLog.", since="2.8.9",
+        complexity="O(1) to add every element.", key_specs=(ks("RW insert", 1),)),
+    cmd("pfcount", -2, "readonly", acl="hyperloglog", group="hyperloglog",
+        summary="Return the approximated cardinality of the set(s) observed by the HyperLogLog at "
+        "key(s).", since="2.8.9", complexity="O(1) with a very small average constant time when "
+        "called with a single key. O(N) with N being the number of keys, and much bigger constant "
+        "times, when called with multiple keys.",
+        key_specs=(ks("RW access", 1, -1, notes="RW because it may change the internal representation "
+                      "of the key, and propagate to replicas"),)),
+    cmd("pfmerge", -2, "write denyoom", acl="hyperloglog", group="hyperloglog",
+        summary="Merge N different HyperLogLogs into a single one.", since="2.8.9",
+        complexity="O(N) to merge N HyperLogLogs, but with high constant times.",
+        key_specs=(ks("RW access insert", 1), ks("RO access", 2, -1))),
+    cmd("pfdebug", 3, "write denyoom admin", acl="hyperloglog", group="hyperloglog",
+        summary="Internal commands for debugging HyperLogLog values", since="2.8.9",
+        complexity="N/A", key_specs=(ks("RW access", 2),)),
+    cmd("pfselftest", 1, "admin", acl="hyperloglog", group="hyperloglog",
+        summary="An internal command for testing HyperLogLog values", since="2.8.9",
+        complexity="N/A"),
+
     # --- serialized values and their transfer (commands/migration.py) ------
     cmd("dump", 2, "readonly", acl="keyspace", group="generic", **_MIGRATION,
         summary="Return a serialized version of the value stored at the specified key.",
@@ -874,6 +1276,17 @@ SPECS = [
         key_specs=(ks("RW access delete", 3),
                    ks_keyword("RW access delete incomplete", "KEYS", -2, last_key=-1)),
         get_keys=_migrate_keys),
+
+    # --- sorting (commands/sort.py) ----------------------------------------
+    cmd("sort", -2, "write denyoom movablekeys", acl="set sortedset list dangerous", **_SORT,
+        summary="Sort the elements in a list, set or sorted set", since="1.0.0",
+        key_specs=(ks("RO access", 1), _SORT_BY_GET_KEYS,
+                   ks_unknown("OW update", notes="For the optional STORE keyword. It is marked 'unknown' "
+                              "because the keyword can appear anywhere in the argument array")),
+        get_keys=_sort_keys),
+    cmd("sort_ro", -2, "readonly movablekeys", acl="set sortedset list dangerous", **_SORT,
+        summary="Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
+        since="7.0.0", key_specs=(ks("RO access", 1), _SORT_BY_GET_KEYS), get_keys=_sort_ro_keys),
 
     # --- keyspace (commands/keys.py) --------------------------------------
     cmd("del", -2, "write", acl="keyspace", group="generic", fast_op=FAST_DEL_OP, summary="Delete a key",

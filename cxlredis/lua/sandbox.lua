@@ -329,25 +329,37 @@ local redis = {
     REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
 }
 
+-- The debugger of the script running under SCRIPT DEBUG (lua/ldb.lua's), nil otherwise.
+local debugger = nil
+
+-- An error table made by a redis.* function, which a debugging session shows while it
+-- steps (Redis's luaPushError logs it).
+local function pushed_error(text)
+    if debugger ~= nil then debugger.error(text) end
+    return error_table(text)
+end
+
 function redis.error_reply(...)
     local s = ...
     if select("#", ...) ~= 1 or type(s) ~= "string" then
-        return error_table("wrong number or type of arguments")
+        return pushed_error("wrong number or type of arguments")
     end
-    return error_table(sub(s, 1, 1) == "-" and s or "-" .. s)
+    return pushed_error(sub(s, 1, 1) == "-" and s or "-" .. s)
 end
 
 function redis.status_reply(...)
     local s = ...
     if select("#", ...) ~= 1 or type(s) ~= "string" then
-        return error_table("wrong number or type of arguments")
+        return pushed_error("wrong number or type of arguments")
     end
     return {ok = s}
 end
 
 function redis.replicate_commands() return true end
-function redis.breakpoint() return false end
-function redis.debug() end
+function redis.breakpoint() return debugger ~= nil and debugger.breakpoint() end
+function redis.debug(...)
+    if debugger ~= nil then debugger.debug(...) end
+end
 
 -- ---- the globals a script sees ---------------------------------------------
 
@@ -707,10 +719,15 @@ function engine.parse(raw, failed)
 end
 
 engine.error_table = error_table
+-- The debugger evaluates its code in the scripts' globals, and shows what a read-only
+-- table stands for.
+engine.globals = globals
+function engine.contents(t) return proxies[t] or t end
 
--- A script body compiled as a function of the sandbox, or nil and the compile error.
+-- A script body compiled as a function of the sandbox, or nil and the compile error; as
+-- source text, as Redis's Lua reads every chunk (never precompiled bytecode).
 function engine.compile(body, chunk)
-    local f, err = raw_loadstring(body, chunk)
+    local f, err = raw_loadstring(as_text(body), chunk)
     if f == nil then return nil, err end
     raw_setfenv(f, globals)
     return f, false
@@ -735,17 +752,24 @@ end
 -- an error the script raised, its message, true, the source and line it came from, and
 -- whether the error was counted already (a failed redis.call's).
 -- Run a script (KEYS and ARGV its globals) or, as_function, a function (keys and args
--- its arguments); the reply for the caller's protocol resp.
-function engine.run(f, keys, argv, resp, hooked, as_function)
+-- its arguments); the reply for the caller's protocol resp. Under SCRIPT DEBUG, the
+-- session's debugger (lua/ldb.lua) hooks every line instead of the kill hook.
+function engine.run(f, keys, argv, resp, hooked, as_function, session_debugger)
     local body = f
     if as_function then
         body = function() return f(keys, argv) end
     else
         backing.KEYS, backing.ARGV = keys, argv
     end
-    if hooked then sethook(count_hook, "", 100000) end
+    debugger = session_debugger
+    if debugger ~= nil then
+        sethook(debugger.hook, "l")
+    elseif hooked then
+        sethook(count_hook, "", 100000)
+    end
     local ok, result = xpcall(body, on_error)
-    if hooked then sethook() end
+    sethook()
+    debugger = nil
     backing.KEYS, backing.ARGV = nil, nil
     return reply_of(resp, script_resp_of(), ok, result)
 end

@@ -129,6 +129,13 @@ CX_API int cx_os_map(int fd, uint64_t off, uint64_t size, char **out) {
     *out = (char *)p;
     return 0;
 }
+/* The mapping at base replaced, in place, by a private one of the same bytes: what this
+   process writes from now on stays in it (a forked SCRIPT DEBUG session's copy of the
+   server's data). Pages it has not written still read the file, as the server goes on. */
+CX_API int cx_os_map_private(int fd, uint64_t off, uint64_t size, char *base) {
+    void *p = mmap(base, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, (off_t)off);
+    return p == MAP_FAILED ? errno : 0;
+}
 CX_API void cx_os_hugepages(char *base, uint64_t size) { (void)madvise(base, size, MADV_HUGEPAGE); }
 CX_API int cx_os_bind(char *base, uint64_t size, int node) {
     unsigned long mask[16];

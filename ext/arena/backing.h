@@ -19,6 +19,7 @@ CX_API int cx_os_space(int fd, uint64_t *avail, uint64_t *total, uint64_t *grain
 CX_API uint64_t cx_os_held(int fd, uint64_t off, uint64_t len);
 CX_API int cx_os_truncate(int fd, uint64_t size);
 CX_API int cx_os_map(int fd, uint64_t off, uint64_t size, char **out);
+CX_API int cx_os_map_private(int fd, uint64_t off, uint64_t size, char *base);
 CX_API void cx_os_hugepages(char *base, uint64_t size);
 CX_API int cx_os_bind(char *base, uint64_t size, int node);
 CX_API void cx_os_prefault(char *base, uint64_t size);

@@ -178,8 +178,10 @@ cdef class Collection:
     cdef cx_txn txn
     cdef cx_cfg cfg                # the transaction's allocations' settings
     cdef bint writing
+    cdef bint replacing            # a write that replaces whatever the key holds (a *STORE's)
     cdef uint64_t flags_at_start
     cdef unsigned pdb
+    cdef int store_db              # the logical db of that key
     cdef object key                # the key it is created under (a write of a missing key)
     cdef uint64_t seed
 
@@ -235,6 +237,9 @@ cdef class Collection:
         if base == NULL:
             return False
         try:
+            if keep and self.replacing and not self.head.root[0]:
+                cx_txn_abort(&self.txn)
+                return self.store.delete(self.store_db, self.key)   # an empty result deletes the key
             if not keep or not changed:
                 cx_txn_abort(&self.txn)
                 return False
@@ -487,10 +492,16 @@ cdef class Collection:
         return bool(exact)
 
     def set_encode_as(self, int encoding):
-        """A set just made (empty) starts in this encoding (SPOP's rebuilt remainder)."""
+        """The encoding a set starts in: a hashtable (the members re-keyed, any time), or an
+        intset again, for a set this write emptied (Redis builds SPOP's remainder and a
+        *STORE's result as new sets, which may be intsets)."""
         self._writable()
         if encoding == ENCODING_HASHTABLE:
             self._widen_set()
+        elif cx_tree_count(self.base(), self.head.root[0]):
+            raise ValueError("only an empty set becomes an intset")
+        else:
+            self.head.flags &= ~WIDE
 
     cdef int _widen_set(self) except -1:
         """intset -> hashtable: the members re-keyed by their hashes."""
@@ -791,12 +802,16 @@ cdef Collection new_collection(Keyspace ks, Arena a, uint64_t off, int type):
     return c
 
 
-cdef Collection open_collection(Keyspace ks, Arena a, uint64_t off, int type, unsigned pdb, object key):
-    """A write of the collection at off (0: to be created under key in pdb)."""
+cdef Collection open_collection(Keyspace ks, Arena a, uint64_t off, int type, int db, unsigned pdb, object key,
+                               bint replacing):
+    """A write of the collection at off (0: to be created under key in pdb; replacing: and
+    to replace whatever key holds then, or delete it if left empty)."""
     cdef Collection c = new_collection(ks, a, off, type)
     c.cfg = eviction_cfg(a)
     c.pdb = pdb
+    c.store_db = db
     c.key = key
+    c.replacing = replacing
     c.flags_at_start = c.head.flags
     if off:
         cx_pin(a.base, off)      # nothing it makes room for evicts it

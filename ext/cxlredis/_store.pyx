@@ -204,6 +204,7 @@ cdef extern from "arena/backing.h":
     uint64_t cx_os_held(int fd, uint64_t off, uint64_t len) nogil
     int cx_os_truncate(int fd, uint64_t size) nogil
     int cx_os_map(int fd, uint64_t off, uint64_t size, char** out) nogil
+    int cx_os_map_private(int fd, uint64_t off, uint64_t size, char* base) nogil
     void cx_os_hugepages(char* base, uint64_t size) nogil
     int cx_os_bind(char* base, uint64_t size, int node) nogil
     void cx_os_prefault(char* base, uint64_t size) nogil
@@ -1202,18 +1203,20 @@ cdef class Keyspace:
             raise WrongType()
         return new_collection(self, a, off, e.type & CX_TYPE_MASK)
 
-    def write_collection(self, int db, key, int type):
+    def write_collection(self, int db, key, int type, bint replace=False):
         """A write of the list, set or sorted set at key, made if missing (a Collection in
         a transaction: see Collection); WrongType if key holds another type. A write's
-        lookup: the LRU touched, no hit or miss counted."""
+        lookup: the LRU touched, no hit or miss counted. replace: a new collection that,
+        once committed, replaces whatever key holds (any type; its TTL gone), or deletes
+        it when left empty: a *STORE's result, in one commit."""
         cdef Arena a = ks_arena(self)
         cdef unsigned pdb = ks_pdb(a, self.tenant, db)
-        cdef uint64_t off = self.lookup(db, key, True, False)
+        cdef uint64_t off = 0 if replace else self.lookup(db, key, True, False)
         if not cx_is_coll(type):
             raise ValueError(f"type {type} is not a collection's")
         if off and CX_E(a.base, off).type & CX_TYPE_MASK != type:
             raise WrongType()
-        return open_collection(self, a, off, type, pdb, bytes(key))
+        return open_collection(self, a, off, type, db, pdb, bytes(key), replace)
 
     def find(self, int db, key, bint touch=True, bint stats=True, int type=-1):
         """lookup() as handlers use it: the Entry for key, or None if it is missing;
@@ -1968,6 +1971,20 @@ cdef class Arena(Keyspace):
             err = cx_os_sync(base, size)
         if err:
             raise OSError(err, os.strerror(err), self.path)
+
+    def privatize(self):
+        """Keep this process's writes to itself (a forked child's, SCRIPT DEBUG YES): the
+        mapping becomes a private copy of the same bytes at the same address, and the
+        backing's pages are neither allocated nor punched any more (a punch would reach the
+        file the server maps). The warmer's thread stayed in the parent: it is forgotten.
+        OSError if the backing cannot be mapped so (a device)."""
+        cdef char* base = open_base(self)
+        cdef int err = cx_os_map_private(self.fd, self.offset, self.map_size, base)
+        if err:
+            raise OSError(err, os.strerror(err), self.path)
+        self.warmer = NULL
+        self.grain = 0
+        self.releases_pages = False
 
     def __dealloc__(self):
         # never closed: leave the clean flag cleared so the next attach rebuilds

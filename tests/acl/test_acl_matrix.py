@@ -55,6 +55,15 @@ OVERRIDES = {
     # one BGSAVE could still be running when the next user's comes: a call that fails alike
     "bgsave": ["BGSAVE", "NOW"],
     "acl|dryrun": ["ACL", "DRYRUN", "default", "GET", "k"],
+    "pfdebug": lambda user, prefix: ["PFDEBUG", "ENCODING", f"{prefix}1"],
+    "waitaof": ["WAITAOF", "0", "0", "0"],        # numlocal 1 needs an append-only file
+    # sorted set ranges whose ends are strings: ranks, members
+    "zrange": lambda user, prefix: ["ZRANGE", f"{prefix}1", "0", "-1"],
+    "zrangestore": lambda user, prefix: ["ZRANGESTORE", f"{prefix}1", f"{prefix}2", "0", "-1"],
+    "zlexcount": lambda user, prefix: ["ZLEXCOUNT", f"{prefix}1", "-", "+"],
+    "zrangebylex": lambda user, prefix: ["ZRANGEBYLEX", f"{prefix}1", "-", "+"],
+    "zrevrangebylex": lambda user, prefix: ["ZREVRANGEBYLEX", f"{prefix}1", "+", "-"],
+    "zremrangebylex": lambda user, prefix: ["ZREMRANGEBYLEX", f"{prefix}1", "-", "+"],
     "acl|setuser": ["ACL", "SETUSER", "matrix-scratch"],
     "acl|deluser": ["ACL", "DELUSER", "matrix-scratch"],
     # The default tenant always exists: these change nothing, whoever runs them.
@@ -153,6 +162,16 @@ def _prepare_keys(conn, spec, call):
         conn.request("DEL", key)
         if spec.group == "hash":
             conn.request("HSET", key, "v", "1")
+        elif spec.group == "list" or spec.family == "sort":
+            conn.request("RPUSH", key, "1", "1")     # two: LSET's index 1 is there
+        elif spec.group == "sorted-set":
+            conn.request("ZADD", key, "1", "v")
+        elif spec.group == "set":
+            conn.request("SADD", key, "v", "1")
+        elif spec.group == "geo":
+            conn.request("GEOADD", key, "13.361389", "38.115556", "v")
+        elif spec.group == "hyperloglog":
+            conn.request("PFADD", key, "v")
         else:
             conn.request("SET", key, "1")
 

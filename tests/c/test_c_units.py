@@ -1,5 +1,5 @@
 """The C of ext/ on its own: the arena (ext/arena/, its collections' trees among it), glob matching (ext/globmatch.c) and the
-bitmap and LCS operations (ext/strops/).
+bitmap, LCS and HyperLogLog operations (ext/strops/).
 
 Each is compiled with -Wall -Wextra -Werror as the library it is (so any warning in our
 C fails here, whatever the extension build shows), and its unit tests (tests/c/*.c,
@@ -38,7 +38,8 @@ def compile_or_fail(command):
         pytest.fail(f"{' '.join(map(str, command))}\n{built.stdout}{built.stderr}")
 
 
-@pytest.mark.parametrize("source", ["arena/arena.c", "globmatch.c", "strops/bitops.c", "strops/lcs.c"])
+@pytest.mark.parametrize("source", ["arena/arena.c", "globmatch.c", "strops/bitops.c", "strops/lcs.c",
+                                    "strops/hll.c"])
 @pytest.mark.parametrize("optimize", ["-O0", "-O2"])
 def test_compiles_without_warnings(tmp_path, source, optimize):
     # -O2 too: some warnings (maybe-uninitialized, format truncation) need the optimizer
@@ -50,6 +51,7 @@ UNITS = {
     "test_tree": [HERE / "test_tree.c"],
     "test_glob": [HERE / "test_glob.c", EXT / "globmatch.c"],
     "test_strops": [HERE / "test_strops.c", EXT / "strops" / "bitops.c", EXT / "strops" / "lcs.c"],
+    "test_hll": [HERE / "test_hll.c", EXT / "strops" / "hll.c", "-lm"],
 }
 
 

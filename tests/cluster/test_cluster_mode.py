@@ -8,7 +8,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from conftest import raw_connection
+from conftest import encode_command, raw_connection
 from cluster_harness import (address, close_all, cluster_info, cluster_node, form, formed, node_id,
                              redis_cli, slot_view, wait_for, wait_until_stable)
 from cxlredis.cluster import bus
@@ -288,3 +288,22 @@ def test_cluster_commands_outside_cluster_mode_answer_as_redis(redis_oracle, cxl
             except redis.ResponseError as e:
                 replies.append(str(e))
         assert replies[0] == replies[1], argv
+
+
+@pytest.mark.parametrize("kind", ["redis-server", "cxlredis"])
+def test_a_client_blocked_on_a_slot_that_goes_is_answered(kind):
+    """Redis's clusterRedirectBlockedClientIfNeeded: a client blocked on a key whose slot
+    this node stops serving is told so (here the slot is deleted: the cluster goes down)
+    instead of waiting for a push that can never come; the same answer on both servers."""
+    node = cluster_node("redis" if kind == "redis-server" else "cxlredis")
+    try:
+        admin = raw_connection(node.port)
+        assert admin.request("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
+        wait_for(lambda: cluster_info(node)["cluster_state"] == "ok", "the node to be ok")
+        waiting = raw_connection(node.port)
+        waiting.send(encode_command("BLPOP", "queue", "0"))
+        wait_for(lambda: b"cmd=blpop" in admin.request("CLIENT", "LIST"), "the client to block")
+        assert admin.request("CLUSTER", "DELSLOTS", str(key_slot(b"queue"))) == b"+OK\r\n"
+        assert waiting.read_reply(timeout=5) == b"-CLUSTERDOWN The cluster is down\r\n"
+    finally:
+        node.close()

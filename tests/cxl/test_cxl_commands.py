@@ -60,7 +60,7 @@ def test_info_describes_the_backing(server, r):
     assert fields["backing-path"] == os.path.abspath(server.arena_path)
     assert fields["backing-size"] == os.path.getsize(server.arena_path) == 64 << 20
     assert fields["backing-offset"] == 0
-    assert fields["layout-version"] == 3
+    assert fields["layout-version"] == 4
     assert fields["page-size"] >= 4096
     assert fields["mapping"] == "allowed" and fields["mapping-refused-because"] == ""
     assert fields["lease-ms"] == 5000

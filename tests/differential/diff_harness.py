@@ -242,10 +242,20 @@ CORE_COMMANDS = frozenset("""
     get set setnx setex psetex mget mset msetnx getdel getex getset append strlen
     getrange setrange substr incr decr incrby decrby incrbyfloat lcs
     setbit getbit bitcount bitpos bitop bitfield bitfield_ro
+    lpush rpush lpushx rpushx lpop rpop llen lrange lindex lset linsert lrem ltrim lpos lmove
+    rpoplpush lmpop blpop brpop blmove brpoplpush blmpop
+    sadd srem smembers sismember smismember scard spop srandmember smove sinter sintercard
+    sinterstore sunion sunionstore sdiff sdiffstore sscan
+    zadd zincrby zrem zcard zcount zlexcount zscore zmscore zrank zrevrank zrange zrangestore
+    zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zremrangebyrank
+    zremrangebyscore zremrangebylex zpopmin zpopmax zmpop bzpopmin bzpopmax bzmpop zrandmember
+    zunion zinter zdiff zunionstore zinterstore zdiffstore zintercard zscan
+    geoadd geodist geohash geopos geosearch geosearchstore georadius georadiusbymember
+    georadius_ro georadiusbymember_ro
     del unlink exists type expire pexpire expireat pexpireat ttl pttl expiretime
     pexpiretime persist keys scan randomkey rename renamenx copy move touch object
     dbsize flushdb flushall swapdb memory
-    dump restore restore-asking migrate
+    dump restore restore-asking migrate sort sort_ro
     multi exec discard watch unwatch
     info config command time lastsave save bgsave bgrewriteaof role wait shutdown function debug
     subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe spublish pubsub
@@ -255,7 +265,7 @@ CORE_COMMANDS = frozenset("""
 # Subcommands newer than the Redis 7.0 oracle that cxlredis serves because
 # redis-py 8 sends them on every connection (CLIENT SETINFO is Redis 7.2,
 # CLIENT MAINT_NOTIFICATIONS newer still), and cxlredis's own TENANT and CXL families.
-NEWER_THAN_ORACLE = frozenset({b"client|setinfo", b"client|maint_notifications"}) | frozenset(
+NEWER_THAN_ORACLE = frozenset({b"client|setinfo", b"client|maint_notifications", b"waitaof"}) | frozenset(
     b"tenant" + sub for sub in (b"", b"|create", b"|delete", b"|info", b"|list", b"|set",
                                 b"|resetstat", b"|whoami", b"|help")) | frozenset(
     b"cxl" + sub for sub in (b"", b"|info", b"|getref", b"|mgetref", b"|release", b"|reserve",
@@ -511,3 +521,31 @@ def cxl_knows(server, *probe) -> bool:
     with raw_connection(server.port) as conn:
         return not conn.request(*probe).startswith(b"-ERR unknown command")
 
+
+# ---------------------------------------------------------------- keyspace events
+
+EVENTS_SENTINEL = b"keyspace-events-sentinel"
+
+
+def keyspace_listener(port, protocol=2):
+    """A connection subscribed to every keyspace and keyevent channel, and to
+    EVENTS_SENTINEL, whose message marks the end of a command's events."""
+    listener = raw_connection(port)
+    if protocol == 3:
+        listener.request("HELLO", "3")
+    listener.send(encode_command("PSUBSCRIBE", "__key*__:*", EVENTS_SENTINEL))
+    for _ in range(2):
+        listener.read_reply()
+    return listener
+
+
+def events_until_sentinel(publisher, listener):
+    """The events (raw frames) the listener got before the sentinel's message, which
+    publisher publishes now: those of every command sent before it."""
+    assert publisher.request("PUBLISH", EVENTS_SENTINEL, "after") == b":1\r\n"
+    frames = []
+    while True:
+        frame = listener.read_reply()
+        if EVENTS_SENTINEL in frame:
+            return frames
+        frames.append(frame)

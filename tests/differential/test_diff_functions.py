@@ -153,11 +153,6 @@ SEQUENCES = {
 }
 
 
-@pytest.fixture(params=[2, 3], ids=["RESP2", "RESP3"])
-def protocol(request):
-    return request.param
-
-
 @pytest.mark.parametrize("name", sorted(SEQUENCES))
 def test_functions_sequence(redis_oracle, cxl, name, protocol):
     run_sequence(redis_oracle, cxl, SEQUENCES[name], protocol=protocol, name=name)

@@ -42,11 +42,6 @@ def restored_config(redis_oracle, cxl):
     restore()
 
 
-@pytest.fixture(params=[2, 3], ids=["RESP2", "RESP3"])
-def protocol(request):
-    return request.param
-
-
 def diff(redis_oracle, cxl, protocol, steps, name=""):
     return run_sequence(redis_oracle, cxl, steps, protocol, name)
 

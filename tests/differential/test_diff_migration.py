@@ -24,20 +24,6 @@ HASH = dump_hash([(b"f", b"v"), (b"n", b"12")])
 FUTURE_MS = "4102444800123"
 
 
-@pytest.fixture(scope="module")
-def uncompressed_oracle(redis_oracle):
-    with raw_connection(redis_oracle.port) as conn:
-        assert conn.request("CONFIG", "SET", "rdbcompression", "no") == b"+OK\r\n"
-    yield
-    with raw_connection(redis_oracle.port) as conn:
-        assert conn.request("CONFIG", "SET", "rdbcompression", "yes") == b"+OK\r\n"
-
-
-@pytest.fixture(params=[2, 3], ids=["RESP2", "RESP3"])
-def protocol(request):
-    return request.param
-
-
 def with_footer(body, version=10):
     version = version.to_bytes(2, "little")
     return body + version + crc64(version, crc64(body)).to_bytes(8, "little")

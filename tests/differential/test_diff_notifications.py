@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from conftest import encode_command, parse_reply, raw_connection
+from conftest import parse_reply, raw_connection
+from diff_harness import events_until_sentinel, keyspace_listener
 
 pytestmark = pytest.mark.usefixtures("flushed")
 
-SENTINEL = b"notifications-sentinel"
 
 
 def _dump_of(conn, key):
@@ -72,6 +72,18 @@ COMMANDS = [
     ["BITOP", "AND", "bm5", "bm1", "bm3"], ["BITOP", "OR", "bm5", "nope", "bm3"],
     ["BITOP", "OR", "bm5", "nope", "nope2"], ["BITOP", "OR", "bm5", "nope"], ["BITOP", "NOT", "bm6", "bm1"],
     ["BITOP", "AND", "bm6", "h1"], ["LCS", "bm1", "nope"], ["LCS", "nope", "nope2", "LEN"], ["LCS", "bm1", "bm3"],
+    # sets: an event only when a member came or went; del when a set was emptied
+    ["SADD", "st1", "1", "2", "3"], ["SADD", "st1", "2"], ["SADD", "st1", "x"], ["SREM", "st1", "x", "zz"],
+    ["SREM", "st1", "zz"], ["SREM", "nope", "a"], ["SADD", "st2", "a"], ["SREM", "st2", "a"],
+    ["SMOVE", "st1", "st3", "1"], ["SMOVE", "st1", "st3", "zz"], ["SADD", "st4", "2"],
+    ["SMOVE", "st1", "st4", "2"], ["SMOVE", "st1", "st4", "3"], ["SMOVE", "nope", "st4", "3"],
+    ["SMOVE", "st4", "st4", "3"], ["SADD", "st5", "1", "2"], ["SPOP", "st5", "5"], ["SADD", "st6", "a"],
+    ["SPOP", "st6"], ["SPOP", "nope"], ["SPOP", "nope", "2"], ["SPOP", "st4", "0"],
+    ["SINTERSTORE", "st7", "st4", "st3"], ["SUNIONSTORE", "st7", "st4", "st3"], ["SDIFFSTORE", "st7", "st4", "st4"],
+    ["SDIFFSTORE", "st7", "nope"], ["SET", "stx", "v"], ["SUNIONSTORE", "stx", "st4"],
+    ["SINTERSTORE", "st8", "st4", "nope"], ["SMEMBERS", "nope"], ["SISMEMBER", "nope", "a"], ["SCARD", "nope"],
+    ["SMISMEMBER", "nope", "a"], ["SRANDMEMBER", "nope"], ["SSCAN", "nope", "0"], ["SINTER", "st4", "nope"],
+    ["SINTERCARD", "2", "nope", "st4"], ["SUNION", "nope", "st4"], ["SDIFF", "nope"], ["SADD", "h1", "a"],
     ["RESTORE", "rs", "0", _dump_of], ["RESTORE", "rs", "0", _dump_of, "REPLACE"],
     ["RESTORE", "rs", "0", _dump_of], ["RESTORE", "rs", "1", _dump_of, "REPLACE", "ABSTTL"],
     ["SET", "ex", "1", "PX", "50"], 0.15, ["GET", "ex"],
@@ -85,27 +97,12 @@ COMMANDS = [
 FLAG_SETS = ["AKEnm", "KEA", "E$", "Kg", "Eh", "En", "Em", "Ex", "KE", "A", ""]
 
 
-def _events(listener):
-    """The messages the listener got before the sentinel's, as raw frames."""
-    frames = []
-    while True:
-        frame = listener.read_reply()
-        if SENTINEL in frame:
-            return frames
-        frames.append(frame)
-
-
 def _replay(server, flags, protocol):
     """(reply, events) of every command of COMMANDS with notify-keyspace-events flags."""
-    with raw_connection(server.port) as conn, raw_connection(server.port) as listener, \
+    with raw_connection(server.port) as conn, keyspace_listener(server.port, protocol) as listener, \
             raw_connection(server.port) as publisher:
         assert conn.request("FLUSHALL") == b"+OK\r\n"
         assert conn.request("CONFIG", "SET", "notify-keyspace-events", flags) == b"+OK\r\n"
-        if protocol == 3:
-            listener.request("HELLO", "3")
-        listener.send(encode_command("PSUBSCRIBE", "__key*__:*", SENTINEL))
-        for _ in range(2):
-            listener.read_reply()
         outcome = []
         for step in COMMANDS:
             if isinstance(step, float):
@@ -113,11 +110,9 @@ def _replay(server, flags, protocol):
                 continue
             argv = [arg(conn, "dumpsrc") if callable(arg) else arg for arg in step]
             if callable(step[3] if len(step) > 3 else None):
-                publisher.request("PUBLISH", SENTINEL, "before")   # the DUMP source's own events
-                _events(listener)
+                events_until_sentinel(publisher, listener)      # the DUMP source's own events
             reply = conn.request(*argv)
-            assert publisher.request("PUBLISH", SENTINEL, "after") == b":1\r\n"
-            outcome.append((" ".join(map(str, step[:4])), reply, _events(listener)))
+            outcome.append((" ".join(map(str, step[:4])), reply, events_until_sentinel(publisher, listener)))
         return outcome
 
 

@@ -111,7 +111,7 @@ SEQUENCES = {
     "subscribe inside multi": [
         cmd("MULTI", conn=1),
         cmd("SUBSCRIBE", "s8.a", conn=1),
-        cmd("EXEC", conn=1, replies=2),
+        cmd("EXEC", conn=1),        # one reply: the array holding SUBSCRIBE's
         cmd("PUBLISH", "s8.a", "after exec"),
         heard(1),
     ],

@@ -8,11 +8,6 @@ from diff_harness import cmd, run_sequence
 pytestmark = pytest.mark.usefixtures("flushed")
 
 
-@pytest.fixture(params=[2, 3], ids=["RESP2", "RESP3"])
-def protocol(request):
-    return request.param
-
-
 def ev(body, *args):
     return ("EVAL", body, *args)
 

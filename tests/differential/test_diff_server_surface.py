@@ -7,10 +7,11 @@ Replies that describe the process (an address, a length, a byte count) are compa
 by shape: the comparators below say what must still agree. Timing (how long a pause
 holds a command, WAIT's timeout, durability) is tests/integration/test_server_surface.py's."""
 import re
+import time
 
 import pytest
 
-from conftest import parse_reply
+from conftest import parse_reply, raw_connection
 from diff_harness import _pairs, cmd, normalised, pause, run_sequence
 
 pytestmark = pytest.mark.usefixtures("flushed")
@@ -154,7 +155,6 @@ SEQUENCES = {
         ("EXEC",),
         ("EVAL", "return redis.call('wait', 0, 0)", "0"),
         ("EVAL", "return redis.call('role')", "0"),
-        ("WAITAOF", "0", "0", "0"),     # Redis 7.2's: unknown to 7.0
     ],
     "command getkeysandflags": [
         ("COMMAND", "GETKEYSANDFLAGS", "GET", "k"),
@@ -351,3 +351,31 @@ SEQUENCES = {
 @pytest.mark.parametrize("name", list(SEQUENCES))
 def test_server_surface(redis_oracle, cxl, name, protocol):
     run_sequence(redis_oracle, cxl, SEQUENCES[name], protocol, name)
+
+
+# WAITAOF is Redis 7.2's: redis-server 7.0 has none to compare with; what 7.2 answers with
+# appendonly off and no replica, argument errors in its order.
+WAITAOF_CASES = [
+    (("WAITAOF", "0", "0", "0"), b"*2\r\n:0\r\n:0\r\n"),
+    (("WAITAOF", "1", "0", "0"),
+     b"-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n"),
+    (("WAITAOF", "1", "0", "-5"), b"-ERR timeout is negative\r\n"),
+    (("WAITAOF", "1", "abc", "100"), b"-ERR value is out of range, must be positive\r\n"),
+    (("WAITAOF", "abc", "0", "0"), b"-ERR value is not an integer or out of range\r\n"),
+    (("WAITAOF", "2", "0", "0"), b"-ERR value is out of range, value must between 0 and 1\r\n"),
+    (("WAITAOF", "0", "-1", "0"), b"-ERR value is out of range, must be positive\r\n"),
+    (("WAITAOF", "0", "0", "abc"), b"-ERR timeout is not an integer or out of range\r\n"),
+    (("WAITAOF", "0", "0"), b"-ERR wrong number of arguments for 'waitaof' command\r\n"),
+]
+
+
+def test_waitaof_answers_as_a_primary_without_aof_or_replicas(cxl):
+    with raw_connection(cxl.port) as conn:
+        for call, reply in WAITAOF_CASES:
+            assert conn.request(*call) == reply, call
+        # a replica asked for: none ever acknowledges, so the timeout answers
+        started = time.monotonic()
+        assert conn.request("WAITAOF", "0", "1", "100") == b"*2\r\n:0\r\n:0\r\n"
+        assert time.monotonic() - started >= 0.09
+        assert conn.request("MULTI") == b"+OK\r\n" and conn.request("WAITAOF", "0", "1", "0") == b"+QUEUED\r\n"
+        assert conn.request("EXEC") == b"*1\r\n*2\r\n:0\r\n:0\r\n"

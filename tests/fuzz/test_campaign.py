@@ -89,7 +89,7 @@ def test_debug_hrandfield_counts_and_the_threshold_are_fuzzed():
     threshold Redis does not have, go to cxlredis alone."""
     gen = campaign.Generator(random.Random(3), 2)
     # (each table command gets its share: enough of them that every boundary count comes up)
-    commands = [gen.command() for _ in range(60000)]
+    commands = [gen.command() for _ in range(150000)]
     assert any(argv[0] == b"DEBUG" and not alone for argv, alone in commands)
     counts = {argv[2]: alone for argv, alone in commands
               if argv[0] == b"HRANDFIELD" and len(argv) > 2 and argv[2].lstrip(b"-").isdigit()}

@@ -1,6 +1,6 @@
 """Bounded runs of the RESP parser fuzz harness (tests/fuzz/fuzz_resp.py).
 
-* atheris for FUZZ_SECONDS (default 20; ``CXLREDIS_FUZZ_SECONDS`` changes it)
+* atheris for FUZZ_SECONDS (default 12; ``CXLREDIS_FUZZ_SECONDS`` changes it)
   on the coverage-instrumented build of the parser;
 * the same checks driven by hypothesis on the installed ``cxlredis._resp``;
 * proof that the checks have teeth: parsers that corrupt or swallow a
@@ -28,7 +28,7 @@ import sancov  # noqa: E402
 from cxlredis import _resp  # noqa: E402
 
 HARNESS = Path(__file__).with_name("fuzz_resp.py")
-FUZZ_SECONDS = int(os.environ.get("CXLREDIS_FUZZ_SECONDS", "20"))
+FUZZ_SECONDS = int(os.environ.get("CXLREDIS_FUZZ_SECONDS", "12"))
 
 
 @pytest.mark.timeout(FUZZ_SECONDS + 90)

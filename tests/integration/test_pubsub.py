@@ -94,6 +94,7 @@ ACL_STEPS = [
 
 def _transcript(server):
     with raw_connection(server.port) as conn:
+        conn.request("ACL", "LOG", "RESET")        # (earlier tests share these servers)
         replies = [conn.request(*step) for step in ACL_STEPS]
         log = conn.request("ACL", "LOG")
         conn.request("ACL", "LOG", "RESET")

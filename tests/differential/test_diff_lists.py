@@ -1,0 +1,713 @@
+"""List commands, replayed on redis-server and cxlredis; replies must match byte for byte
+(RESP2 and RESP3): every command and option, every error and its order, integer
+boundaries, wrong types, missing keys, keyspace events, and the blocking commands where
+the lockstep can follow them (a blocked connection's reply read once a push served it).
+"""
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import encode_command, raw_connection
+from diff_harness import cmd, events_until_sentinel, flushall, keyspace_listener, pause, raw, run_sequence
+
+pytestmark = pytest.mark.usefixtures("flushed")
+
+LONG_MAX = str(2**63 - 1)
+LONG_MIN = str(-(2**63))
+PAST_LONG = str(2**63)
+# What Redis's string2ll refuses (and a few it takes), for every integer argument.
+NOT_INTEGERS = ["1.5", "abc", "", " 1", "1 ", "01", "+1", "-0", "0x10", "1e3", "nan", "inf", PAST_LONG]
+
+
+def waiting(*args, conn=1):
+    """A blocking command whose reply comes later (read with `served`), and a moment for
+    the server to take it before the next step comes on another connection."""
+    return cmd(*args, conn=conn, replies=0), pause(0.02)
+
+
+def served(conn=1):
+    """The reply a blocked connection got meanwhile."""
+    return raw(b"", conn=conn)
+
+
+SEQUENCES = {
+    "push and pop": [
+        ("LPUSH", "l", "a"),
+        ("LPUSH", "l", "b", "c", "d"),
+        ("RPUSH", "l", "x", "y"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LLEN", "l"),
+        ("LPOP", "l"),
+        ("RPOP", "l"),
+        ("LPOP", "l", "2"),
+        ("RPOP", "l", "1"),
+        ("LPOP", "l", "0"),
+        ("RPOP", "l", "0"),
+        ("LPOP", "l", "-1"),
+        ("LPOP", "l", "1", "2"),
+        ("RPOP", "l", "x", "y"),
+        ("LRANGE", "l", "0", "-1"),
+        ("RPOP", "l", "100"),
+        ("EXISTS", "l"),
+        ("LPOP", "l"),
+        ("LPOP", "l", "3"),
+        ("RPOP", "l", "0"),
+        ("RPOP", "l"),
+        ("RPUSH", "l", "only"),
+        ("LPOP", "l", LONG_MAX),
+        ("TYPE", "l"),
+        ("RPUSH", "n", "1", "2", "3", "-4", "9223372036854775807", "1.5"),
+        ("LRANGE", "n", "0", "-1"),
+        ("OBJECT", "ENCODING", "n"),
+        ("TYPE", "n"),
+        ("RPOP", "n", "2"),
+        ("LPOP", "n", "2"),
+    ] + [("LPOP", "n", bad) for bad in NOT_INTEGERS] + [("RPOP", "missing", bad) for bad in NOT_INTEGERS],
+    "pushx": [
+        ("LPUSHX", "l", "a"),
+        ("RPUSHX", "l", "a", "b"),
+        ("EXISTS", "l"),
+        ("RPUSH", "l", "m"),
+        ("LPUSHX", "l", "a", "b"),
+        ("RPUSHX", "l", "y", "z"),
+        ("LRANGE", "l", "0", "-1"),
+        ("SET", "s", "v"),
+        ("LPUSHX", "s", "a"),
+        ("RPUSHX", "s", "a"),
+        ("LPUSH", "s", "a"),
+        ("RPUSH", "s", "a"),
+    ],
+    "llen and lindex": [
+        ("LLEN", "missing"),
+        ("LINDEX", "missing", "0"),
+        ("LINDEX", "missing", "abc"),
+        ("RPUSH", "l", "a", "b", "c"),
+        ("LINDEX", "l", "0"),
+        ("LINDEX", "l", "2"),
+        ("LINDEX", "l", "3"),
+        ("LINDEX", "l", "-1"),
+        ("LINDEX", "l", "-3"),
+        ("LINDEX", "l", "-4"),
+        ("LINDEX", "l", LONG_MAX),
+        ("LINDEX", "l", LONG_MIN),
+        ("LLEN", "l"),
+        ("SET", "s", "v"),
+        ("LLEN", "s"),
+        ("LINDEX", "s", "0"),
+        ("LINDEX", "s", "abc"),
+    ] + [("LINDEX", "l", bad) for bad in NOT_INTEGERS],
+    "lrange": [("RPUSH", "l", *"abcdef")] + [
+        ("LRANGE", "l", start, stop)
+        for start, stop in [("0", "0"), ("0", "-1"), ("1", "3"), ("-2", "-1"), ("-100", "100"),
+                            ("3", "1"), ("6", "10"), ("5", "5"), ("-1", "-2"), ("-7", "-6"),
+                            (LONG_MIN, LONG_MAX), (LONG_MAX, LONG_MIN), ("0", LONG_MIN),
+                            (LONG_MIN, "-1"), ("2", "-3"), ("-6", "0")]
+    ] + [
+        ("LRANGE", "missing", "0", "-1"),
+        ("LRANGE", "missing", "x", "-1"),
+        ("SET", "s", "v"),
+        ("LRANGE", "s", "0", "-1"),
+        ("LRANGE", "s", "x", "-1"),
+    ] + [("LRANGE", "l", bad, "1") for bad in NOT_INTEGERS] + [("LRANGE", "l", "0", bad) for bad in NOT_INTEGERS],
+    "lset": [
+        ("LSET", "missing", "0", "x"),
+        ("LSET", "missing", "abc", "x"),
+        ("RPUSH", "l", "a", "b", "c"),
+        ("LSET", "l", "0", "A"),
+        ("LSET", "l", "-1", "C"),
+        ("LSET", "l", "1", ""),
+        ("LSET", "l", "3", "x"),
+        ("LSET", "l", "-4", "x"),
+        ("LSET", "l", LONG_MAX, "x"),
+        ("LSET", "l", LONG_MIN, "x"),
+        ("LSET", "l", "abc", "x"),
+        ("LSET", "l", "1.0", "x"),
+        ("LSET", "l", "1", "b"),
+        ("LRANGE", "l", "0", "-1"),
+        ("SET", "s", "v"),
+        ("LSET", "s", "0", "x"),
+        ("LSET", "s", "abc", "x"),
+    ],
+    "linsert": [
+        ("LINSERT", "missing", "BEFORE", "a", "x"),
+        ("LINSERT", "missing", "SIDEWAYS", "a", "x"),
+        ("RPUSH", "l", "a", "b", "a"),
+        ("LINSERT", "l", "BEFORE", "a", "x"),
+        ("LINSERT", "l", "after", "a", "y"),
+        ("LINSERT", "l", "After", "b", "z"),
+        ("LINSERT", "l", "BEFORE", "nope", "q"),
+        ("LINSERT", "l", "MIDDLE", "a", "q"),
+        ("LINSERT", "l", "BEFORE\x00x", "a", "w"),
+        ("LINSERT", "l", "", "a", "q"),
+        ("LINSERT", "l", "AFTER", "a", ""),
+        ("LRANGE", "l", "0", "-1"),
+        ("SET", "s", "v"),
+        ("LINSERT", "s", "BEFORE", "a", "x"),
+        ("LINSERT", "s", "MIDDLE", "a", "x"),
+    ],
+    "lrem": [
+        ("LREM", "missing", "0", "a"),
+        ("LREM", "missing", "x", "a"),
+        ("RPUSH", "l", "a", "b", "a", "c", "a", "b", "a"),
+        ("LREM", "l", "1", "a"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LREM", "l", "-2", "a"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LREM", "l", "0", "b"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LREM", "l", "5", "nope"),
+        ("RPUSH", "l", "a", "a", "c", "a"),
+        ("LREM", "l", LONG_MIN, "a"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LREM", "l", LONG_MAX, "c"),
+        ("EXISTS", "l"),
+        ("RPUSH", "l", "z", "z", "z"),
+        ("LREM", "l", "-1", "z"),
+        ("LREM", "l", "abc", "z"),
+        ("LREM", "l", "1.5", "z"),
+        ("LRANGE", "l", "0", "-1"),
+        ("SET", "s", "v"),
+        ("LREM", "s", "0", "v"),
+        ("LREM", "s", "x", "v"),
+    ],
+    "ltrim": [
+        ("LTRIM", "missing", "0", "1"),
+        ("LTRIM", "missing", "x", "1"),
+        ("RPUSH", "l", *"abcdefgh"),
+        ("LTRIM", "l", "1", "-2"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LTRIM", "l", "0", "-1"),
+        ("LTRIM", "l", "-3", "100"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LTRIM", "l", LONG_MIN, LONG_MAX),
+        ("LRANGE", "l", "0", "-1"),
+        ("LTRIM", "l", "1", "1"),
+        ("LRANGE", "l", "0", "-1"),
+        ("LTRIM", "l", "2", "1"),
+        ("EXISTS", "l"),
+        ("RPUSH", "l", "a", "b"),
+        ("LTRIM", "l", "5", "10"),
+        ("EXISTS", "l"),
+        ("RPUSH", "l", "a", "b"),
+        ("LTRIM", "l", "0", "-3"),
+        ("EXISTS", "l"),
+        ("RPUSH", "l", "a"),
+        ("LTRIM", "l", "abc", "0"),
+        ("LTRIM", "l", "0", "1.5"),
+        ("SET", "s", "v"),
+        ("LTRIM", "s", "0", "1"),
+        ("LTRIM", "s", "x", "1"),
+    ],
+    "lpos": [
+        ("LPOS", "missing", "a"),
+        ("LPOS", "missing", "a", "COUNT", "0"),
+        ("LPOS", "missing", "a", "RANK", "0"),
+        ("RPUSH", "l", "a", "b", "c", "a", "b", "a", "d", "a"),
+        ("LPOS", "l", "a"),
+        ("LPOS", "l", "b"),
+        ("LPOS", "l", "nope"),
+        ("LPOS", "l", "nope", "COUNT", "2"),
+        ("LPOS", "l", "a", "RANK", "2"),
+        ("LPOS", "l", "a", "RANK", "-1"),
+        ("LPOS", "l", "a", "RANK", "-3"),
+        ("LPOS", "l", "a", "RANK", "5"),
+        ("LPOS", "l", "a", "RANK", "-5"),
+        ("LPOS", "l", "a", "COUNT", "0"),
+        ("LPOS", "l", "a", "COUNT", "2"),
+        ("LPOS", "l", "a", "COUNT", "2", "RANK", "2"),
+        ("LPOS", "l", "a", "COUNT", "0", "RANK", "-2"),
+        ("LPOS", "l", "a", "MAXLEN", "4"),
+        ("LPOS", "l", "a", "MAXLEN", "4", "RANK", "2"),
+        ("LPOS", "l", "a", "MAXLEN", "4", "COUNT", "0"),
+        ("LPOS", "l", "a", "MAXLEN", "1", "RANK", "-1"),
+        ("LPOS", "l", "a", "MAXLEN", "0", "COUNT", "0"),
+        ("LPOS", "l", "a", "rank", "1", "count", "1", "maxlen", "100"),
+        ("LPOS", "l", "a", "RANK", "1", "RANK", "-1"),
+        ("LPOS", "l", "a", "RANK", LONG_MAX),
+        ("LPOS", "l", "a", "RANK", LONG_MIN),
+        ("LPOS", "l", "a", "RANK", LONG_MIN, "COUNT", "2"),
+        ("LPOS", "l", "a", "RANK", LONG_MIN, "COUNT", "0"),
+        ("LPOS", "l", "a", "RANK", LONG_MIN, "COUNT", "1", "MAXLEN", "3"),
+        ("LPOS", "l", "a", "RANK", str(-(2**63) + 1)),
+        ("LPOS", "l", "a", "RANK", "0"),
+        ("LPOS", "l", "a", "RANK", "abc"),
+        ("LPOS", "l", "a", "RANK", PAST_LONG),
+        ("LPOS", "l", "a", "COUNT", "-1"),
+        ("LPOS", "l", "a", "COUNT", "abc"),
+        ("LPOS", "l", "a", "MAXLEN", "-1"),
+        ("LPOS", "l", "a", "MAXLEN", "abc"),
+        ("LPOS", "l", "a", "RANK"),
+        ("LPOS", "l", "a", "COUNT"),
+        ("LPOS", "l", "a", "BOGUS", "1"),
+        ("LPOS", "l", "a", "COUNT", "1", "BOGUS"),
+        ("LPOS", "missing", "a", "COUNT", "-1"),
+        ("SET", "s", "v"),
+        ("LPOS", "s", "a"),
+        ("LPOS", "s", "a", "RANK", "0"),
+    ],
+    "lmove and rpoplpush": [
+        ("LMOVE", "src", "dst", "LEFT", "RIGHT"),
+        ("RPOPLPUSH", "src", "dst"),
+        ("EXISTS", "dst"),
+        ("RPUSH", "src", "a", "b", "c", "d"),
+        ("LMOVE", "src", "dst", "LEFT", "RIGHT"),
+        ("LMOVE", "src", "dst", "RIGHT", "LEFT"),
+        ("LMOVE", "src", "dst", "left", "left"),
+        ("LMOVE", "src", "dst", "Right", "right"),
+        ("LRANGE", "dst", "0", "-1"),
+        ("EXISTS", "src"),
+        ("RPOPLPUSH", "dst", "dst"),
+        ("LMOVE", "dst", "dst", "LEFT", "RIGHT"),
+        ("LRANGE", "dst", "0", "-1"),
+        ("RPOPLPUSH", "dst", "src"),
+        ("LRANGE", "src", "0", "-1"),
+        ("LMOVE", "src", "dst", "UP", "RIGHT"),
+        ("LMOVE", "src", "dst", "LEFT", "DOWN"),
+        ("LMOVE", "missing", "dst", "UP", "RIGHT"),
+        ("SET", "s", "v"),
+        ("LMOVE", "src", "s", "LEFT", "RIGHT"),
+        ("RPOPLPUSH", "src", "s"),
+        ("LMOVE", "s", "dst", "LEFT", "RIGHT"),
+        ("LMOVE", "missing", "s", "LEFT", "RIGHT"),
+        ("RPOPLPUSH", "missing", "s"),
+        ("LRANGE", "src", "0", "-1"),
+        ("RPUSH", "one", "x"),
+        ("LMOVE", "one", "one", "LEFT", "LEFT"),
+        ("LMOVE", "one", "two", "LEFT", "LEFT"),
+        ("EXISTS", "one", "two"),
+    ],
+    "lmpop": [
+        ("LMPOP", "1", "missing", "LEFT"),
+        ("LMPOP", "2", "missing", "m2", "RIGHT", "COUNT", "3"),
+        ("RPUSH", "b", "1", "2", "3"),
+        ("LMPOP", "2", "a", "b", "LEFT"),
+        ("LMPOP", "2", "a", "b", "right", "count", "10"),
+        ("EXISTS", "b"),
+        ("RPUSH", "a", "x", "y"),
+        ("RPUSH", "b", "z"),
+        ("LMPOP", "2", "a", "b", "RIGHT", "COUNT", "1"),
+        ("LMPOP", "2", "a", "b", "LEFT", "COUNT", LONG_MAX),
+        ("SET", "s", "v"),
+        ("LMPOP", "2", "s", "b", "LEFT"),
+        ("LMPOP", "2", "b", "s", "LEFT"),
+        ("LMPOP", "0", "a", "LEFT"),
+        ("LMPOP", "-1", "a", "LEFT"),
+        ("LMPOP", "abc", "a", "LEFT"),
+        ("LMPOP", LONG_MAX, "a", "LEFT"),
+        ("LMPOP", "2", "a", "LEFT"),
+        ("LMPOP", "1", "a", "MIDDLE"),
+        ("LMPOP", "1", "a", "LEFT", "COUNT"),
+        ("LMPOP", "1", "a", "LEFT", "COUNT", "0"),
+        ("LMPOP", "1", "a", "LEFT", "COUNT", "-1"),
+        ("LMPOP", "1", "a", "LEFT", "COUNT", "abc"),
+        ("LMPOP", "1", "a", "LEFT", "COUNT", "1", "COUNT", "1"),
+        ("LMPOP", "1", "a", "LEFT", "BOGUS"),
+        ("LMPOP", "1", "s", "LEFT", "COUNT", "0"),
+        ("LMPOP", "1", "s", "MIDDLE"),
+        ("LMPOP", "1"),
+    ],
+    "blocking commands answered at once": [
+        ("RPUSH", "l", "a", "b", "c", "d", "e", "f", "g", "h"),
+        ("BLPOP", "missing", "l", "0"),
+        ("BRPOP", "l", "missing", "0"),
+        ("BLPOP", "l", "l", "1.5"),
+        ("BLMPOP", "0", "2", "missing", "l", "LEFT"),
+        ("BLMPOP", "0", "1", "l", "RIGHT", "COUNT", "2"),
+        ("BLMOVE", "l", "dst", "LEFT", "RIGHT", "0"),
+        ("BRPOPLPUSH", "l", "dst", "0"),
+        ("LRANGE", "dst", "0", "-1"),
+        ("EXISTS", "l"),
+        ("BLPOP", "dst", "0"),
+        ("BRPOP", "dst", "0"),
+        ("EXISTS", "dst"),
+        ("SET", "s", "v"),
+        ("BLPOP", "s", "0"),
+        ("BLPOP", "missing", "s", "0"),
+        ("BRPOP", "s", "l", "0"),
+        ("BLMPOP", "0", "1", "s", "LEFT"),
+        ("RPUSH", "l", "a"),
+        ("BLMOVE", "s", "l", "LEFT", "RIGHT", "0"),
+        ("BLMOVE", "l", "s", "LEFT", "RIGHT", "0"),
+        ("BRPOPLPUSH", "l", "s", "0"),
+        ("LRANGE", "l", "0", "-1"),
+    ],
+    "blocking timeouts": [
+        ("BLPOP", "missing", "0.01"),
+        ("BRPOP", "missing", "m2", "0.001"),
+        ("BLMPOP", "0.01", "1", "missing", "LEFT"),
+        ("BLMPOP", "0.01", "1", "missing", "LEFT", "COUNT", "3"),
+        ("BLMOVE", "missing", "dst", "LEFT", "RIGHT", "0.01"),
+        ("BRPOPLPUSH", "missing", "dst", "0.01"),
+        ("BLPOP", "missing", "0.0009"),
+        ("BLPOP", "missing", "1e-320"),
+        ("BLPOP", "missing", "0x1p-8"),
+        ("BLPOP", "missing", ".01"),
+        ("BLPOP", "missing", "+0.01"),
+        ("BLPOP", "missing", "1e-2"),
+        ("EXISTS", "dst"),
+    ] + [("BLPOP", "missing", bad) for bad in
+         ["abc", "", " 1", "1 ", "nan", "-nan", "1e-5000", "1,5", "0.1s", "--1", "0x", "1e"]] + [
+        (command, *args, bad)
+        for command, args in [("BLPOP", ("missing",)), ("BRPOP", ("missing",)),
+                              ("BLMOVE", ("missing", "dst", "LEFT", "RIGHT")),
+                              ("BRPOPLPUSH", ("missing", "dst"))]
+        for bad in ["-1", "-0.5", "-0.0011", "inf", "-inf", "+inf", "infinity", "1e309", "-1e400",
+                    "9223372036854775.808", "9223372036854775808", LONG_MIN, "x"]
+    ] + [
+        ("BLMPOP", "abc", "1", "missing", "LEFT"),
+        ("BLMPOP", "-1", "1", "missing", "LEFT"),
+        ("BLMPOP", "abc", "0", "missing", "LEFT"),
+        ("BLMPOP", "abc", "1", "missing", "MIDDLE"),
+        ("BLMPOP", "abc", "1", "missing", "LEFT", "COUNT", "0"),
+        ("BLMPOP", "0.01", "2", "missing", "LEFT"),
+        ("BLMPOP", "0.01", "1", "missing", "LEFT", "COUNT", "1", "COUNT", "2"),
+        ("BLMOVE", "missing", "dst", "UP", "RIGHT", "abc"),
+        ("BLMOVE", "missing", "dst", "LEFT", "RIGHT", "abc"),
+        ("SET", "s", "v"),
+        ("BLPOP", "s", "abc"),
+        ("BLMOVE", "s", "dst", "LEFT", "RIGHT", "abc"),
+        ("BLMOVE", "missing", "s", "LEFT", "RIGHT", "0.01"),
+    ],
+    "blocking commands in MULTI answer at once": [
+        ("SET", "s", "v"),
+        ("MULTI",),
+        ("BLPOP", "missing", "0"),
+        ("BRPOP", "missing", "m2", "0"),
+        ("BLMPOP", "0", "1", "missing", "LEFT", "COUNT", "2"),
+        ("BLMOVE", "missing", "dst", "LEFT", "RIGHT", "0"),
+        ("BRPOPLPUSH", "missing", "dst", "0"),
+        ("BLPOP", "s", "0"),
+        ("BLPOP", "missing", "-1"),
+        ("RPUSH", "l", "a", "b"),
+        ("BLPOP", "l", "0"),
+        ("BLMOVE", "l", "l2", "RIGHT", "LEFT", "0"),
+        ("BLMPOP", "0", "1", "l", "LEFT"),
+        ("EXEC",),
+        ("LRANGE", "l2", "0", "-1"),
+    ],
+    "a push serves a blocked client": [
+        *waiting("BLPOP", "k1", "k2", "0"),
+        ("RPUSH", "k2", "a", "b"),
+        served(),
+        ("LPOP", "k2"),
+        *waiting("BRPOP", "k1", "k2", "0"),
+        ("LPUSH", "k1", "x"),
+        served(),
+        ("EXISTS", "k1"),
+        *waiting("BLMPOP", "0", "2", "k1", "k2", "RIGHT", "COUNT", "5"),
+        ("LPUSH", "k1", "p", "q", "r"),
+        served(),
+        *waiting("BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"),
+        ("RPUSH", "src", "m", "n"),
+        served(),
+        ("LRANGE", "dst", "0", "-1"),
+        *waiting("BRPOPLPUSH", "src", "dst", "0"),
+        ("RPUSH", "src", "o"),
+        served(),
+        ("LRANGE", "dst", "0", "-1"),
+        ("LRANGE", "src", "0", "-1"),
+        ("LRANGE", "k2", "0", "-1"),
+    ],
+    "timeouts that round to none block for good": [
+        *waiting("BLPOP", "k", "-0.001"),
+        *waiting("BLMPOP", "-0.0009", "1", "k", "LEFT", conn=2),
+        *waiting("BLPOP", "k", "0.0000", conn=3),
+        pause(0.05),
+        ("RPUSH", "k", "a", "b", "c"),
+        served(),
+        served(2),
+        served(3),
+    ],
+    "clients are served in the order they blocked": [
+        *waiting("BLPOP", "k", "0", conn=1),
+        *waiting("BLPOP", "k", "0", conn=2),
+        *waiting("BRPOP", "k", "0", conn=3),
+        ("RPUSH", "k", "a", "b"),
+        served(1),
+        served(2),
+        ("RPUSH", "k", "c"),
+        served(3),
+        ("EXISTS", "k"),
+    ],
+    "a transaction serves once it is over": [
+        *waiting("BLPOP", "k", "0"),
+        ("MULTI",),
+        ("RPUSH", "k", "a"),
+        ("LPOP", "k"),
+        ("EXEC",),
+        ("MULTI",),
+        ("RPUSH", "k", "b"),
+        ("RPUSH", "k", "c"),
+        ("EXEC",),
+        served(),
+        ("LRANGE", "k", "0", "-1"),
+        *waiting("BLPOP", "k1", "k2", "0"),
+        ("MULTI",),
+        ("RPUSH", "k2", "x"),
+        ("RPUSH", "k1", "y"),
+        ("EXEC",),
+        served(),
+        ("LRANGE", "k1", "0", "-1"),
+        ("LRANGE", "k2", "0", "-1"),
+    ],
+    "a key named twice, a list moved onto itself": [
+        *waiting("BLPOP", "k", "k", "0"),
+        *waiting("BLMOVE", "r", "r", "LEFT", "RIGHT", "0", conn=2),
+        *waiting("BLMPOP", "0", "2", "r", "r", "RIGHT", "COUNT", "9", conn=3),
+        ("RPUSH", "k", "a"),
+        served(),
+        ("RPUSH", "r", "1", "2", "3"),
+        served(2),
+        served(3),
+        ("EXISTS", "k", "r"),
+    ],
+    "a key of another type leaves the client waiting": [
+        *waiting("BLPOP", "k", "0"),
+        ("SET", "k", "v"),
+        ("DEL", "k"),
+        ("HSET", "k", "f", "v"),
+        ("DEL", "k"),
+        ("RPUSH", "k", "x"),
+        served(),
+        ("EXISTS", "k"),
+    ],
+    "blmove into a key of another type answers wrongtype": [
+        *waiting("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"),
+        ("SET", "dst", "v"),
+        ("RPUSH", "src", "x"),
+        served(),
+        ("LRANGE", "src", "0", "-1"),
+        ("GET", "dst"),
+    ],
+    "chains of blmove": [
+        *waiting("BLMOVE", "a", "b", "LEFT", "RIGHT", "0", conn=1),
+        *waiting("BLMOVE", "b", "c", "LEFT", "RIGHT", "0", conn=2),
+        *waiting("BRPOPLPUSH", "c", "d", "0", conn=3),
+        *waiting("BLPOP", "d", "0", conn=4),
+        ("RPUSH", "a", "x"),
+        served(1),
+        served(2),
+        served(3),
+        served(4),
+        ("EXISTS", "a", "b", "c", "d"),
+    ],
+    "rename and move into a blocked key": [
+        *waiting("BLPOP", "k", "0"),
+        ("RPUSH", "tmp", "a"),
+        ("RENAME", "tmp", "k"),
+        served(),
+        cmd("SELECT", "1", conn=1),
+        *waiting("BRPOP", "k", "0", conn=1),
+        ("RPUSH", "k", "b"),
+        ("MOVE", "k", "1"),
+        served(),
+        ("EXISTS", "k"),
+    ],
+    "watch and lists": [
+        ("RPUSH", "l", "a", "b"),
+        ("WATCH", "l"),
+        cmd("LTRIM", "l", "0", "-1", conn=1),
+        ("MULTI",),
+        ("LLEN", "l"),
+        ("EXEC",),
+        ("WATCH", "l"),
+        cmd("LSET", "l", "0", "a", conn=1),
+        ("MULTI",),
+        ("LLEN", "l"),
+        ("EXEC",),
+        ("WATCH", "l"),
+        cmd("LREM", "l", "0", "nope", conn=1),
+        cmd("LINSERT", "l", "BEFORE", "nope", "x", conn=1),
+        cmd("LPOP", "l", "0", conn=1),
+        cmd("LRANGE", "l", "0", "-1", conn=1),
+        ("MULTI",),
+        ("LLEN", "l"),
+        ("EXEC",),
+        ("WATCH", "new"),
+        cmd("RPUSH", "new", "x", conn=1),
+        ("MULTI",),
+        ("LLEN", "new"),
+        ("EXEC",),
+    ],
+    "wrong types both ways": [
+        ("RPUSH", "l", "a"),
+        ("GET", "l"),
+        ("APPEND", "l", "x"),
+        ("INCR", "l"),
+        ("HSET", "l", "f", "v"),
+        ("HGET", "l", "f"),
+        ("SETRANGE", "l", "0", "x"),
+        ("STRLEN", "l"),
+        ("GETBIT", "l", "0"),
+        ("TYPE", "l"),
+        ("OBJECT", "ENCODING", "l"),
+        ("SET", "l", "now a string"),
+        ("TYPE", "l"),
+        ("HSET", "h", "f", "v"),
+        ("LPUSH", "h", "x"),
+        ("LRANGE", "h", "0", "-1"),
+        ("LLEN", "h"),
+        ("LPOP", "h"),
+        ("LPOP", "h", "0"),
+        ("RPOP", "h", "abc"),
+        ("LINDEX", "h", "0"),
+        ("LPOS", "h", "x", "COUNT", "0"),
+        ("LMPOP", "1", "h", "LEFT"),
+        ("RPOPLPUSH", "h", "h"),
+        ("LTRIM", "h", "0", "1"),
+    ],
+    "ttl survives list writes": [
+        ("RPUSH", "l", "a", "b", "c", "d"),
+        ("EXPIRE", "l", "1000"),
+        ("LPUSH", "l", "x"),
+        ("TTL", "l"),
+        ("LPOP", "l"),
+        ("LSET", "l", "0", "y"),
+        ("LINSERT", "l", "AFTER", "y", "z"),
+        ("LREM", "l", "0", "z"),
+        ("LTRIM", "l", "0", "1"),
+        ("TTL", "l"),
+        ("RPOPLPUSH", "l", "l"),
+        ("TTL", "l"),
+        ("LMOVE", "l", "other", "LEFT", "LEFT"),
+        ("TTL", "other"),
+        ("LMPOP", "1", "l", "LEFT", "COUNT", "5"),
+        ("TTL", "l"),
+        ("RPUSH", "l", "again"),
+        ("TTL", "l"),
+    ],
+    "binary and empty elements": [
+        ("RPUSH", "l", "", b"\x00", b"\xff\xfe\r\n", b"a\x00b", ""),
+        ("LRANGE", "l", "0", "-1"),
+        ("LPOS", "l", "", "COUNT", "0"),
+        ("LPOS", "l", b"a\x00b"),
+        ("LREM", "l", "0", ""),
+        ("LINSERT", "l", "AFTER", b"\x00", b"\x00\x00"),
+        ("LINDEX", "l", "1"),
+        ("LRANGE", "l", "0", "-1"),
+        ("RPUSH", b"\x00key\r\n", "v"),
+        ("LMOVE", b"\x00key\r\n", b"", "LEFT", "RIGHT"),
+        ("LRANGE", b"", "0", "-1"),
+        ("RPUSH", "big", "x" * 5000, "y" * 70000),
+        ("LINDEX", "big", "1"),
+        ("LPOS", "big", "y" * 70000),
+        ("LREM", "big", "0", "x" * 5000),
+        ("RPOP", "big"),
+    ],
+    "arity": [
+        ("LPUSH", "l"), ("RPUSH", "l"), ("LPUSHX", "l"), ("RPUSHX", "l"), ("LPOP",),
+        ("RPOP",), ("LLEN",), ("LLEN", "a", "b"), ("LRANGE", "l", "0"), ("LINDEX", "l"),
+        ("LSET", "l", "0"), ("LINSERT", "l", "BEFORE", "a"), ("LREM", "l", "0"), ("LTRIM", "l", "0"),
+        ("LPOS", "l"), ("LMOVE", "a", "b", "LEFT"), ("RPOPLPUSH", "a"), ("LMPOP", "1", "a"),
+        ("BLPOP", "l"), ("BRPOP", "l"), ("BLMOVE", "a", "b", "LEFT", "RIGHT"),
+        ("BRPOPLPUSH", "a", "b"), ("BLMPOP", "0", "1", "a"),
+    ],
+}
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_list_sequence(redis_oracle, cxl, name, protocol):
+    run_sequence(redis_oracle, cxl, SEQUENCES[name], protocol=protocol, name=name)
+
+
+def test_scripts_do_not_block(redis_oracle, cxl):
+    """BLPOP may not run in a script; BLMPOP may, and answers at once as on a timeout."""
+    steps = [
+        ("EVAL", "return redis.call('BLMPOP', '0', '1', KEYS[1], 'LEFT')", "1", "missing"),
+        ("EVAL", "return redis.pcall('BLPOP', KEYS[1], '0')", "1", "missing"),
+        ("RPUSH", "l", "a"),
+        ("EVAL", "return redis.call('BLMPOP', '0', '1', KEYS[1], 'LEFT')", "1", "l"),
+    ]
+    run_sequence(redis_oracle, cxl, steps, protocol=2, name="scripts")
+
+
+def test_fractional_timeout_answers_after_it(redis_oracle, cxl):
+    steps = [*waiting("BLPOP", "missing", "0.05"), *waiting("BLMOVE", "missing", "d", "LEFT", "LEFT", "0.05",
+                                                            conn=2),
+             pause(0.2), served(), served(2), ("EXISTS", "d")]
+    for protocol in (2, 3):
+        run_sequence(redis_oracle, cxl, steps, protocol=protocol, name="fractional timeout")
+
+
+# ---------------------------------------------------------------- keyspace events
+
+# (connection, command): connection 1 blocks, its pop is reported after the push served it.
+EVENT_STEPS = [
+    (0, ["LPUSH", "l", "a", "b", "c"]), (0, ["RPUSH", "l", "d"]), (0, ["LPUSHX", "l", "e"]),
+    (0, ["RPUSHX", "l", "f", "g"]), (0, ["LPUSHX", "nope", "x"]), (0, ["LPOP", "l"]),
+    (0, ["RPOP", "l", "2"]), (0, ["LPOP", "l", "0"]), (0, ["LPOP", "nope"]), (0, ["LSET", "l", "0", "z"]),
+    (0, ["LINSERT", "l", "BEFORE", "z", "y"]), (0, ["LINSERT", "l", "BEFORE", "nope", "y"]),
+    (0, ["LREM", "l", "0", "y"]), (0, ["LREM", "l", "0", "nope"]), (0, ["LTRIM", "l", "0", "-1"]),
+    (0, ["LTRIM", "l", "1", "-1"]), (0, ["LMOVE", "l", "l2", "LEFT", "RIGHT"]),
+    (0, ["LMOVE", "l2", "l2", "LEFT", "RIGHT"]), (0, ["RPOPLPUSH", "l2", "l3"]),
+    (0, ["LMPOP", "2", "nope", "l", "LEFT", "COUNT", "10"]), (0, ["LRANGE", "nope", "0", "-1"]),
+    (0, ["LLEN", "nope"]), (0, ["LINDEX", "nope", "0"]), (0, ["LPOS", "nope", "x"]),
+    (0, ["RPUSH", "t", "a"]), (0, ["LTRIM", "t", "1", "0"]), (0, ["RPUSH", "t", "a", "b"]),
+    (0, ["LREM", "t", "0", "a"]), (0, ["LPOP", "t"]), (0, ["BLPOP", "nope", "l3", "0"]),
+    (1, ["BLPOP", "w", "0"]), (0, ["RPUSH", "w", "a", "b"]), (0, ["LPOP", "w"]),
+    (1, ["BLMOVE", "w", "w2", "LEFT", "RIGHT", "0"]), (0, ["LPUSH", "w", "x"]),
+    (1, ["BLMPOP", "0", "1", "w2", "RIGHT", "COUNT", "3"]), (0, ["DEL", "w2"]), (0, ["RPUSH", "w2", "p"]),
+]
+
+
+def _replay_events(server, protocol):
+    with raw_connection(server.port) as conn, raw_connection(server.port) as blocked, \
+            keyspace_listener(server.port, protocol) as listener:
+        conn.request("CONFIG", "SET", "notify-keyspace-events", "KEAnm")
+        try:
+            outcome = []
+            for which, argv in EVENT_STEPS:
+                if which == 1:
+                    blocked.send(encode_command(*argv))
+                    time.sleep(0.02)        # taken before the next step's push
+                    continue
+                reply = conn.request(*argv)
+                outcome.append((" ".join(argv), reply, events_until_sentinel(conn, listener)))
+            return outcome
+        finally:
+            conn.request("CONFIG", "SET", "notify-keyspace-events", "")
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_keyspace_events_as_redis(redis_oracle, cxl, protocol):
+    expected = _replay_events(redis_oracle, protocol)
+    for want, have in zip(expected, _replay_events(cxl, protocol)):
+        assert have == want
+
+
+# ---------------------------------------------------------------- generated sequences
+
+KEYS = st.sampled_from([b"l1", b"l2", b"s"])
+ELEMENTS = st.sampled_from([b"a", b"b", b"", b"1", b"-2"])
+INDEXES = st.sampled_from([b"0", b"1", b"-1", b"2", b"-3", b"5", b"x", LONG_MAX.encode(), LONG_MIN.encode()])
+SIDES = st.sampled_from([b"LEFT", b"RIGHT", b"left", b"UP"])
+LIST_COMMANDS = st.one_of(
+    st.tuples(st.sampled_from([b"LPUSH", b"RPUSH", b"LPUSHX", b"RPUSHX"]), KEYS, ELEMENTS, ELEMENTS),
+    st.tuples(st.sampled_from([b"LPOP", b"RPOP"]), KEYS),
+    st.tuples(st.sampled_from([b"LPOP", b"RPOP"]), KEYS, INDEXES),
+    st.tuples(st.just(b"LLEN"), KEYS),
+    st.tuples(st.just(b"LINDEX"), KEYS, INDEXES),
+    st.tuples(st.just(b"LRANGE"), KEYS, INDEXES, INDEXES),
+    st.tuples(st.just(b"LSET"), KEYS, INDEXES, ELEMENTS),
+    st.tuples(st.just(b"LINSERT"), KEYS, st.sampled_from([b"BEFORE", b"AFTER"]), ELEMENTS, ELEMENTS),
+    st.tuples(st.just(b"LREM"), KEYS, INDEXES, ELEMENTS),
+    st.tuples(st.just(b"LTRIM"), KEYS, INDEXES, INDEXES),
+    st.tuples(st.just(b"LPOS"), KEYS, ELEMENTS, st.just(b"RANK"), INDEXES, st.just(b"COUNT"), INDEXES),
+    st.tuples(st.just(b"LMOVE"), KEYS, KEYS, SIDES, SIDES),
+    st.tuples(st.just(b"RPOPLPUSH"), KEYS, KEYS),
+    st.tuples(st.just(b"LMPOP"), st.just(b"2"), KEYS, KEYS, SIDES, st.just(b"COUNT"), INDEXES),
+    st.tuples(st.just(b"BLPOP"), KEYS, KEYS, st.just(b"0.001")),
+    st.tuples(st.just(b"BLMOVE"), KEYS, KEYS, SIDES, SIDES, st.just(b"0.001")),
+    st.tuples(st.just(b"SET"), st.just(b"s"), ELEMENTS),
+    st.tuples(st.just(b"TYPE"), KEYS),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(steps=st.lists(LIST_COMMANDS, min_size=1, max_size=30))
+def test_list_random_sequences(redis_oracle, cxl, steps):
+    flushall(redis_oracle, cxl)
+    run_sequence(redis_oracle, cxl, [("RPUSH", "l1", "a", "b", "a", "1")] + steps + [
+        ("LRANGE", "l1", "0", "-1"), ("LRANGE", "l2", "0", "-1")], protocol=2, name="hypothesis lists")
