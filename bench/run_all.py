@@ -21,6 +21,7 @@ import hitratio
 import lmcache_connectors
 import lmcache_mix
 import memory
+import prefix
 import pubsub
 import smallops
 from common import (BENCH_DIR, REPO_DIR, BenchResult, add_common_arguments, config_from_args,
@@ -31,6 +32,7 @@ BENCHMARKS = {
     "blobs": blobs.run,
     "lmcache_mix": lmcache_mix.run,
     "lmcache_connectors": lmcache_connectors.run,
+    "prefix": prefix.run,
     "smallops": smallops.run,
     "pubsub": pubsub.run,
     "memory": memory.run,

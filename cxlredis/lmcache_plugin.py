@@ -137,6 +137,20 @@ class CxlRedisConnector(RemoteConnector):
     async def exists(self, key):
         return await self._run(lambda: bool(self.client.exists(key.to_string())))
 
+    # ---- the longest cached prefix: one CXL PREFIX, not one EXISTS per chunk
+    def support_batched_contains(self):
+        return True
+
+    def batched_contains(self, keys):
+        with self.lock:
+            return self.client.prefix([key.to_string() for key in keys])
+
+    def support_batched_async_contains(self):
+        return True
+
+    async def batched_async_contains(self, lookup_id, keys, pin=False):
+        return await self._run(self.client.prefix, [key.to_string() for key in keys])
+
     # ---- get
     def _copy_out(self, ref):
         """A MemoryObj holding ref's chunk; None for a miss (or LMCache's buffer full);
@@ -205,19 +219,28 @@ class CxlRedisConnector(RemoteConnector):
     def support_batched_get_non_blocking(self):
         return True
 
-    async def batched_get_non_blocking(self, lookup_id, keys):
-        """The consecutive prefix of keys that were found (LMCache's contract); the chunks
-        read after the first miss are given back."""
-        objs = await self._run(self._batched_get, keys)
+    def _leading_get(self, keys):
+        """MemoryObjs of the leading keys, up to the first miss: the references of the
+        leading chunks in one round trip (CXL PREFIXREF), then the copies; a chunk whose
+        lease check failed is read again on its own."""
+        names = [key.to_string() for key in keys]
+        refs = self.client.prefix_get(names)
         found = []
-        for obj in objs:
+        for name, ref in zip(names, refs):
+            with ref:
+                obj = self._copy_out(ref)
+            if obj is _STALE:
+                obj = self._read(name)
             if obj is None:
                 break
             found.append(obj)
-        for obj in objs[len(found):]:
-            if obj is not None:
-                obj.ref_count_down()
+        for ref in refs[len(found) + 1:]:
+            ref.release()
         return found
+
+    async def batched_get_non_blocking(self, lookup_id, keys):
+        """The consecutive prefix of keys that were found (LMCache's contract)."""
+        return await self._run(self._leading_get, keys)
 
     # ---- put
     def _stored(self, memory_obj):

@@ -408,6 +408,21 @@ class LocalClient:
         """Delete keys; how many existed, as DEL."""
         return sum(self._each_slot("DEL", keys)[1])
 
+    def prefix(self, keys):
+        """How many of keys, in order, exist before the first one that does not (a
+        prompt's longest cached prefix, when the keys are its chunks): one CXL PREFIX,
+        or as a cluster node one per run of consecutive keys in a slot, in one write."""
+        keys = list(keys)
+        runs = _slot_runs(keys) if self.cluster else [keys] if keys else []
+        return _leading_count(runs, self.prefix_counts(runs))
+
+    def prefix_counts(self, runs):
+        """CXL PREFIX's answer for each run of keys (each run in one slot), in one write."""
+        if not runs:
+            return []
+        replies = self._call(*(("CXL", "PREFIX", *run) for run in runs))
+        return [self._expect_ok(reply) for reply in replies]
+
     def ping(self):
         return self.command("PING") == b"PONG"
 
@@ -474,6 +489,22 @@ class LocalClient:
                     refs[i] = self._ref(reply, began, epoch)
                 return refs
         return [None if v is None else Ref(memoryview(v)) for v in self._mget_over_resp(keys)]
+
+    def prefix_get(self, keys):
+        """Refs for the leading keys that hold strings, up to the first that does not: one
+        CXL PREFIXREF (PREFIXGET over RESP); as a cluster node, mget's when the keys'
+        slots differ. Nothing past the first miss stays leased."""
+        keys = list(keys)
+        if not keys:
+            return []
+        if self.cluster and len({slot_of(key) for key in keys}) > 1:
+            return _leading_refs(self.mget(keys))
+        if self._map is not None:
+            began, epoch = time.monotonic(), self._epoch
+            reply = self._call(("CXL", "PREFIXREF", *keys))[0]
+            if not self._over_resp(reply):
+                return [self._ref(ref, began, epoch) for ref in self._expect_ok(reply)]
+        return [Ref(memoryview(value)) for value in self.command("CXL", "PREFIXGET", *keys)]
 
     def _mget_over_resp(self, keys):
         """MGET's values of keys (a list), by slot as a cluster node."""
@@ -1045,6 +1076,30 @@ class ClusterLocalClient:
         return sum(self._run(group[0], lambda client, group=group: client.exists(*group))
                    for group in _slot_groups(keys))
 
+    def prefix(self, keys):
+        """As LocalClient.prefix: CXL PREFIX for each run of consecutive keys in a slot,
+        the runs of each shard in one write."""
+        runs = _slot_runs(list(keys))
+        firsts = [run[0] for run in runs]
+        counts = [0] * len(runs)
+
+        def run(client, part):
+            for i, n in zip(part, client.prefix_counts([runs[i] for i in part])):
+                counts[i] = n
+
+        def one(i):
+            counts[i] = self._run(firsts[i], lambda client: client.prefix_counts([runs[i]])[0])
+        self._each_shard(firsts, range(len(runs)), run, one)
+        return _leading_count(runs, counts)
+
+    def prefix_get(self, keys):
+        """As LocalClient.prefix_get: one CXL PREFIXREF when the keys share a slot, else
+        from one mget over the shards."""
+        keys = list(keys)
+        if len({slot_of(key) for key in keys}) == 1:
+            return self._run(keys[0], lambda client: client.prefix_get(keys))
+        return _leading_refs(self.mget(keys))
+
     def delete(self, *keys):
         """Delete keys, one DEL per slot; how many existed."""
         return sum(self._run(group[0], lambda client, group=group: client.delete(*group))
@@ -1110,6 +1165,41 @@ def _slot_groups(keys):
     for key in keys:
         groups.setdefault(slot_of(key), []).append(key)
     return groups.values()
+
+
+def _slot_runs(keys):
+    """keys cut into runs of consecutive keys in one slot, in order."""
+    runs, last = [], None
+    for key in keys:
+        slot = slot_of(key)
+        if slot != last:
+            runs.append([])
+            last = slot
+        runs[-1].append(key)
+    return runs
+
+
+def _leading_count(runs, counts):
+    """How many keys lead before the first miss, given how many lead in each run."""
+    total = 0
+    for run, count in zip(runs, counts):
+        total += count
+        if count < len(run):
+            break
+    return total
+
+
+def _leading_refs(refs):
+    """The Refs before the first None; the ones after it released."""
+    leading = []
+    for ref in refs:
+        if ref is None:
+            break
+        leading.append(ref)
+    for ref in refs[len(leading):]:
+        if ref is not None:
+            ref.release()
+    return leading
 
 
 def _not_permitted(error):

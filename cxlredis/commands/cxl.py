@@ -36,6 +36,13 @@ CXL_HELP = (
     "    lease-ttl-ms, header-offset], or nil. The value stays put until the lease ends.",
     "MGETREF <key> [<key> ...]",
     "    GETREF for each key, in one array; all or nothing when a key is refused.",
+    "PREFIX <key> [<key> ...]",
+    "    How many of the keys, in order, exist before the first one that does not:",
+    "    the longest cached prefix of a prompt whose chunks are the keys.",
+    "PREFIXGET <key> [<key> ...]",
+    "    The string values of the leading keys, up to the first missing (or not a string).",
+    "PREFIXREF <key> [<key> ...]",
+    "    GETREF for the leading keys, up to the first missing (or not a string).",
     "RELEASE <lease> [<lease> ...]",
     "    End leases of this connection; returns how many it held.",
     "RESERVE <key> <nbytes> [EX <seconds>|PX <milliseconds>]",
@@ -151,6 +158,13 @@ def cmd_cxl_getref(c, argv):
     _reply_reference(c, _reference(c, argv[2]))
 
 
+def _end_references(c, refs):
+    leases = c.services.leases
+    for ref in refs:
+        if ref is not None:
+            leases.end(leases.owned(c, ref[3]))
+
+
 def cmd_cxl_mgetref(c, argv):
     _check_mapping(c)
     refs = []
@@ -160,9 +174,54 @@ def cmd_cxl_mgetref(c, argv):
     except (CommandError, WrongType):
         # all or nothing: a WRONGTYPE key, or one past the lease cap, ends the leases
         # already taken (a miss is a nil, as in GETREF)
-        for ref in refs:
-            if ref is not None:
-                c.services.leases.end(c.services.leases.owned(c, ref[3]))
+        _end_references(c, refs)
+        raise
+    c.reply.array(len(refs))
+    for ref in refs:
+        _reply_reference(c, ref)
+
+
+def _leading_strings(c, keys):
+    """The entries of keys, in order, up to the first that is missing or holds no string."""
+    entries = []
+    for key in keys:
+        entry = c.find(key)
+        if entry is None or entry.type != TYPE_STRING:
+            break
+        entries.append(entry)
+    return entries
+
+
+def cmd_cxl_prefix(c, argv):
+    # a lookup, as EXISTS makes it: no LRU touch, and nothing past the first miss
+    present = 0
+    for key in argv[2:]:
+        if c.find(key, touch=False) is None:
+            break
+        present += 1
+    c.reply.integer(present)
+
+
+def cmd_cxl_prefixget(c, argv):
+    entries = _leading_strings(c, argv[2:])
+    c.reply.array(len(entries))
+    for entry in entries:
+        c.reply.entry(entry)
+
+
+def cmd_cxl_prefixref(c, argv):
+    _check_mapping(c)
+    refs = []
+    try:
+        for key in argv[2:]:
+            ref = _reference(c, key)
+            if ref is None:
+                break
+            refs.append(ref)
+    except WrongType:
+        pass                            # a key that holds no string ends the prefix
+    except CommandError:
+        _end_references(c, refs)        # past the lease cap: none of them
         raise
     c.reply.array(len(refs))
     for ref in refs:

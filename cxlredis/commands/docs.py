@@ -673,6 +673,9 @@ DOCS = {
     # --- cxlredis's co-located access family (commands/cxl.py) ---
     "cxl|getref": doc(_KEY),
     "cxl|mgetref": doc(key("key", 0, multiple=True)),
+    "cxl|prefix": doc(key("key", 0, multiple=True)),
+    "cxl|prefixget": doc(key("key", 0, multiple=True)),
+    "cxl|prefixref": doc(key("key", 0, multiple=True)),
     "cxl|release": doc(integer("lease", multiple=True)),
     "cxl|reserve": doc(
         _KEY, integer("nbytes"),

@@ -109,7 +109,7 @@ FAILS_ANYWAY = {
     # past the ACL, mapping is refused to password-less users over TCP (commands/cxl.py)
     **{f"cxl|{sub}": b"-ERR CXL mapping is offered only over the unix socket, or to loopback "
                      b"peers authenticated with a password\r\n"
-       for sub in ("getref", "mgetref", "release", "reserve", "commit", "abort")},
+       for sub in ("getref", "mgetref", "prefixref", "release", "reserve", "commit", "abort")},
 }
 # Calls that change the connection itself: run on a connection of their own.
 OWN_CONNECTION = {"quit", "reset", "multi", "hello", "client|reply", "client|setname",

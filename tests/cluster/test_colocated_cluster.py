@@ -220,6 +220,36 @@ def test_mget_into_mget_and_mset_across_shards(shards, kv, transport):
     assert kv.mget_into([], []) == [] and kv.mget([]) == []
 
 
+def test_the_longest_cached_prefix_across_shards(shards, kv, transport):
+    rng = random.Random(3)
+    prompt = [f"prompt-{transport}:{i}".encode() for i in range(30)]
+    assert {owner(shards, key_slot(k)).port for k in prompt} == {n.port for n in shards}
+    values = [rng.randbytes(rng.choice((10, 70 * KiB, MiB))) for _ in prompt[:20]]
+    kv.mset(dict(zip(prompt, values)))
+    kv.set(prompt[25], b"past the gap")
+    reset_stats(shards)
+    assert kv.prefix(prompt) == 20 and kv.prefix(prompt[20:]) == 0 and kv.prefix([]) == 0
+    for node in shards:             # each shard's runs in one write: one call per run
+        assert calls(stats(node), "exists") == 0
+    refs = kv.prefix_get(prompt)
+    assert [bytes(ref.view) for ref in refs] == values
+    assert all(ref.mapped and ref.valid() for ref in refs)
+    for ref in refs:
+        ref.release()
+    kv.flush_releases()
+    # chunks that share a hash tag share a slot: one CXL PREFIX, one CXL PREFIXREF
+    tagged = [f"{{prompt-{transport}}}:{i}".encode() for i in range(10)]
+    node = owner(shards, key_slot(tagged[0]))
+    kv.mset({key: b"v" for key in tagged[:6]})
+    reset_stats(shards)
+    assert kv.prefix(tagged) == 6
+    assert [bytes(ref.view) for ref in kv.prefix_get(tagged)] == [b"v"] * 6
+    assert calls(stats(node), "cxl|prefix") == 1 and calls(stats(node), "cxl|prefixref") == 1
+    elsewhere = next(key for key in prompt if key_slot(key) != key_slot(tagged[0]))
+    with pytest.raises(redis.ResponseError, match="don't hash to the same slot"):
+        node.client().execute_command("CXL", "PREFIX", tagged[0], elsewhere)
+
+
 def test_a_shard_over_resp_reads_the_same(shards):
     """A user without a password over TCP may not map: every shard goes over RESP, with
     multi-key commands split by slot (a cluster node refuses CROSSSLOT)."""

@@ -61,6 +61,7 @@ for h in range(4):
 out["exists"] = [run(conn.exists(key(h))) for h in range(6)]
 out["exists_sync"] = [conn.exists_sync(key(h)) for h in (0, 5)]
 out["contains"] = run(conn.batched_async_contains("lookup", [key(h) for h in range(6)]))
+out["contains_sync"] = conn.batched_contains([key(h) for h in (0, 1, 2, 7, 3)])
 got = []
 for h in range(6):
     obj = run(conn.get(key(h)))
@@ -132,6 +133,7 @@ def check(out):
     assert out["exists"] == [True] * 4 + [False] * 2
     assert out["exists_sync"] == [True, False]
     assert out["contains"] == 4
+    assert out["contains_sync"] == 3
     assert out["digests"] == expected + [None, None]
     assert out["prefix"] == expected[:2]
     assert out["batched"] == [expected[3], None, expected[0]]
@@ -149,15 +151,19 @@ def test_plugin_through_the_mapping(server, save_chunk_meta):
     out = drive(f"unix://{server.unixsocket}", save_chunk_meta=save_chunk_meta)
     assert out["mapped"] is True
     check(out)
-    assert calls(server, "cxl|mgetref") == 3      # each batched read: one round trip
+    assert calls(server, "cxl|mgetref") == 1      # each batched read: one round trip
+    assert calls(server, "cxl|prefixref") == 2    # ...and the leading chunks' one
+    assert calls(server, "cxl|prefix") == 2       # each prefix lookup: one command
     assert calls(server, "cxl|commit") == 7 and calls(server, "set") == 0   # every put mapped
 
 
 def test_plugin_over_resp_with_an_instance_name(server):
     unix_client(server).flushall()
+    unix_client(server).config_resetstat()
     out = drive(f"redis://127.0.0.1:{server.port}/0", plugin="cxlredis.tier2")
     assert out["mapped"] is False
     check(out)
+    assert calls(server, "cxl|prefixget") == 2 and calls(server, "cxl|prefix") == 2
     assert unix_client(server).dbsize() == 7          # one key per chunk
 
 

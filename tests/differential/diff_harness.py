@@ -268,8 +268,9 @@ CORE_COMMANDS = frozenset("""
 NEWER_THAN_ORACLE = frozenset({b"client|setinfo", b"client|maint_notifications", b"waitaof"}) | frozenset(
     b"tenant" + sub for sub in (b"", b"|create", b"|delete", b"|info", b"|list", b"|set",
                                 b"|resetstat", b"|whoami", b"|help")) | frozenset(
-    b"cxl" + sub for sub in (b"", b"|info", b"|getref", b"|mgetref", b"|release", b"|reserve",
-                             b"|commit", b"|abort", b"|help"))
+    b"cxl" + sub for sub in (b"", b"|info", b"|getref", b"|mgetref", b"|prefix", b"|prefixget",
+                             b"|prefixref", b"|release", b"|reserve", b"|commit", b"|abort",
+                             b"|help"))
 
 
 def command_list_subset(argv, a, b):

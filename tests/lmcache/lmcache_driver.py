@@ -223,6 +223,11 @@ class LMCacheConnector:
         """``batched_contains`` (resp:// and valkey:// only)."""
         return self.call("contains_sync", hashes=list(hashes))
 
+    def timed_contains(self, hashes, repeat: int) -> tuple[list[float], int]:
+        """Seconds of each of `repeat` ``batched_async_contains`` calls, and their answer."""
+        seconds, found = self.call("timed_contains", hashes=list(hashes), repeat=repeat)
+        return seconds, found
+
     def get(self, hashes) -> list[str | None]:
         return self.call("get", hashes=list(hashes))
 
@@ -293,11 +298,15 @@ class _ChildDriver:
         self.dtype = getattr(torch, geometry.dtype)
         self.key_type = CacheEngineKey
         self.guard_missing_get = spec["guard_missing_get"]
+        # plugin://<name>: a remote_storage_plugins entry (its module and class in
+        # extra_config), as LMCache's RemoteBackend builds it; else a remote_url
+        plugin = spec["url"][len("plugin://"):] if spec["url"].startswith("plugin://") else None
         config = LMCacheEngineConfig.from_defaults(
             chunk_size=geometry.tokens,
             local_cpu=False,
             max_local_cpu_size=spec["local_cpu_gb"],
-            remote_url=spec["url"],
+            remote_url=None if plugin else spec["url"],
+            remote_storage_plugins=[plugin] if plugin else None,
             save_unfull_chunk=False,
             extra_config={"save_chunk_meta": False, **spec["extra_config"]},
         )
@@ -312,7 +321,8 @@ class _ChildDriver:
         threading.Thread(target=self.loop.run_forever, name="lmcache-loop", daemon=True).start()
         # Synchronous LMCache calls get a thread of their own so a hang can time out.
         self.sync_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmcache-sync")
-        self.connector = CreateConnector(spec["url"], self.loop, self.backend, config, metadata)
+        self.connector = CreateConnector(spec["url"], self.loop, self.backend, config, metadata,
+                                         plugin_name=plugin)
         inner = self.connector.getWrappedConnector()
         self.meta_shapes, self.meta_dtypes, self.meta_fmt = (
             inner.meta_shapes, inner.meta_dtypes, inner.meta_fmt)
@@ -402,6 +412,17 @@ class _ChildDriver:
     def op_contains(self, hashes):
         keys = [self.key(h) for h in hashes]
         return self.run(self.connector.batched_async_contains("lookup", keys))
+
+    def op_timed_contains(self, hashes, repeat):
+        """Seconds of each of `repeat` batched_async_contains calls, timed here (the
+        pipe to the parent would swamp them), and the last call's answer."""
+        keys = [self.key(h) for h in hashes]
+        seconds = []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            found = self.run(self.connector.batched_async_contains("lookup", keys))
+            seconds.append(time.perf_counter() - began)
+        return seconds, found
 
     def op_contains_sync(self, hashes):
         return self.run_sync(self.connector.batched_contains, [self.key(h) for h in hashes])
