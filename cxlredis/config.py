@@ -836,6 +836,14 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("tenants-file", String(), "tenants.json", IMMUTABLE,
      "JSON file keeping tenant users and shared grants across restarts, relative to dir; "
      "empty keeps them in memory (and the config file's tenant lines).", "security"),
+    ("tenant-mrc-sampling", Integer(0, INT_MAX), 100, MUTABLE,
+     "Sample one key in this many for each tenant's miss-ratio curve (its hit ratio at other "
+     "memory sizes, in TENANT INFO, INFO tenants and Prometheus); 1: every key; 0: off. A "
+     "change starts the curves anew.", "tenants"),
+    ("tenant-mrc-keys", Integer(64, 1 << 24), 8192, MUTABLE,
+     "Most sampled keys one tenant's miss-ratio curve follows; past it, the tenant's sampling "
+     "rate drops, so the cost per tenant stays bounded. A change starts the curves anew.",
+     "tenants"),
 
     ("cluster-enabled", Bool(), False, IMMUTABLE,
      "Run as a Redis Cluster node: slots, redirects and the cluster bus (docs/cluster.md).",

@@ -161,10 +161,18 @@ class ServerCollector:
         for name, help_text, _, counter in _TENANT_METRICS:
             kind = CounterMetricFamily if counter else GaugeMetricFamily
             families[name] = kind(f"cxlredis_{name}", help_text, labels=["tenant"])
+        curves = GaugeMetricFamily(
+            "cxlredis_tenant_hit_ratio_at_memory",
+            "The tenant's miss-ratio curve: the hit ratio an LRU cache of factor × the tenant's "
+            "memory (its quota, or what it holds) would get, from sampled references.",
+            labels=["tenant", "factor"])
         for tenant in tenants.all_stats():
             for name, _, key, _ in _TENANT_METRICS:
                 families[name].add_metric([tenant["name"]], tenant[key])
+            for factor, ratio in (tenant["mrc"] or {}).items():
+                curves.add_metric([tenant["name"], str(factor)], ratio)
         yield from families.values()
+        yield curves
 
 
 class Exporter:

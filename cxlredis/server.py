@@ -12,7 +12,7 @@ import time
 from . import REDIS_COMPAT_VERSION, dispatch, metrics
 from ._fastpath import Counters as FastCounters
 from ._resp import LargeValueThreshold
-from ._store import region_locked
+from ._store import DEFAULT_TENANT, region_locked
 from .acl import Acl
 from .audit import AuditLog
 from .blocked import Blocked
@@ -29,6 +29,7 @@ from .files import CreatedFiles
 from .leases import Leases
 from .metrics import LATENCY_BUCKETS, Process, Sources, human_bytes
 from .monitoring import Monitoring
+from .mrc import MissRatioCurves
 from .notifications import Notifications
 from .persistence import Persistence
 from .prometheus import Exporter
@@ -163,8 +164,9 @@ class Server:
         # Users → tenants, and the keyspace each connection is bound to (the server's arena
         # keeps the tenants themselves).
         created.note(Tenants.file_path(config))
+        self.curves = MissRatioCurves(config)     # each tenant's, from the arena's samples
         self.tenants = Tenants(config, store.main, store.tenants, self.acl, self.clients,
-                               store.memory_limit)
+                               store.memory_limit, self.curves)
         self.acl.tenants = self.tenants
         self.notifications = Notifications(self.pubsub, self.tenants.own_keyspaces)
         self.notifications.configure(config["notify-keyspace-events"])
@@ -234,6 +236,7 @@ class Server:
         """CONFIG RESETSTAT."""
         self.stats.reset()
         self.store.main.reset_stats()
+        self.tenants.reset_curve(DEFAULT_TENANT)     # its read count began anew
 
     # --- lifecycle ----------------------------------------------------
     async def start(self):
@@ -306,6 +309,7 @@ class Server:
             for arena in store.every():
                 self.monitoring.evict_to_maxmemory(arena)
         self.notifications.publish_drops()
+        self.curves.feed(self.tenants.read_counts)
         # Idle big free blocks go back to the kernel, a bounded amount per tick.
         self.monitoring.latency.timed("release-free-pages", store.release_free_pages)
         self.leases.expire()

@@ -54,6 +54,7 @@ from ._store import (COLLECTION_TYPES, DEFAULT_TENANT, POLICY_NAMES, TENANT_NAME
 from .config import _Invalid as InvalidValue, format_memory, parse_memory, quote
 from .errors import CommandError
 from .files import write_atomically
+from .mrc import hit_ratios
 from .tenant_arenas import check_quota, group_id
 
 log = logging.getLogger("cxlredis")
@@ -455,6 +456,10 @@ class TenantKeyspace:
 
 # ---------------------------------------------------------------- the registry
 
+def _reads(stats):
+    return stats["keyspace_hits"] + stats["keyspace_misses"]
+
+
 class StartupError(Exception):
     """The tenant definitions cannot be applied; str(self) says why."""
 
@@ -466,10 +471,12 @@ class Tenants:
     which keeps its quota, policy and meters; one with ARENA own is the default
     keyspace of an arena of its own (cxlredis/tenant_arenas.py)."""
 
-    def __init__(self, config, arena, own_arenas, acl, clients, memory_limit):
+    def __init__(self, config, arena, own_arenas, acl, clients, memory_limit, curves):
         """arena: the server's; own_arenas: the TenantArenas that ARENA own tenants' arenas
-        open in; memory_limit(): the server's maxmemory in effect, which a QUOTA may not pass."""
+        open in; memory_limit(): the server's maxmemory in effect, which a QUOTA may not pass;
+        curves: the tenants' miss-ratio curves (mrc.MissRatioCurves)."""
         self.arena = arena
+        self.curves = curves
         self.acl = acl
         self.clients = clients
         self.memory_limit = memory_limit
@@ -707,21 +714,37 @@ class Tenants:
         default tenant's, with the tenant's name, quota and policy."""
         arena = self.arenas.by_name.get(name)
         if arena is None:
-            return self.arena.tenant_stats(self.tenant_id(name))
+            return self._with_curve(self.arena, self.arena.tenant_stats(self.tenant_id(name)))
         return self._own_stats(name, arena)
 
     def _own_stats(self, name, arena):
         stats = arena.tenant_stats(0)
         stats.update(name=name, quota=arena.maxmemory, policy=arena.policy,
                      policy_inherited=self.arenas.policies.get(name) is None)
+        return self._with_curve(arena, stats)
+
+    def _with_curve(self, arena, stats):
+        """stats with its tenant's miss-ratio curve: "mrc_memory", the bytes the curve's
+        factors multiply (the quota, or what the tenant holds without one), and "mrc",
+        None or the hit ratio at each factor."""
+        memory = stats["quota"] or stats["used_bytes"]
+        stats["mrc_memory"] = memory
+        stats["mrc"] = self.curves.curve(arena.address, stats["id"], memory, _reads(stats))
         return stats
+
+    def read_counts(self):
+        """{(arena address, tenant slot): reads counted} of every tenant, for the curves."""
+        counts = {(self.arena.address, stats["id"]): _reads(stats) for stats in self.arena.tenants()}
+        for arena in list(self.arenas.by_name.values()):
+            counts[(arena.address, 0)] = _reads(arena.tenant_stats(0))
+        return counts
 
     def all_stats(self):
         """stats() of every tenant: the server arena's, the default one first, then the others.
         (The metrics thread calls it too: it works on a copy of the arenas, which a deleted
         tenant's outlives for a while.)"""
-        return self.arena.tenants() + [self._own_stats(name, arena)
-                                       for name, arena in list(self.arenas.by_name.items())]
+        return ([self._with_curve(self.arena, stats) for stats in self.arena.tenants()]
+                + [self._own_stats(name, arena) for name, arena in list(self.arenas.by_name.items())])
 
     # -- management (the TENANT commands)
 
@@ -840,6 +863,7 @@ class Tenants:
             # Its reservations are on the tenant's bill: free them while its namespace exists.
             self.clients.release_reservations(c)
         users = self.tenants[name].users
+        self.reset_curve(name)
         if name in self.arenas.by_name:
             keys = self.arenas.retire(name)
         else:
@@ -858,11 +882,20 @@ class Tenants:
             raise CommandError(f"ERR {e}") from None
 
     def reset_stats(self, name):
+        self.reset_curve(name)
         arena = self.arenas.by_name.get(name)
         if arena is not None:
             arena.reset_stats()
         else:
             self.arena.reset_tenant_stats(self.tenant_id(name))
+
+    def reset_curve(self, name):
+        """Start tenant `name`'s miss-ratio curve anew (its meters were reset, or it is gone)."""
+        arena = self.arenas.by_name.get(name)
+        if arena is not None:
+            self.curves.forget(arena.address, 0)
+        else:
+            self.curves.forget(self.arena.address, self.tenant_id(name))
 
     def info(self, name):
         """(field, value) pairs of TENANT INFO; values are ints, strs or lists."""
@@ -879,6 +912,8 @@ class Tenants:
             "keys", "expires", "used_bytes", "dataset_bytes", "keyspace_hits", "keyspace_misses",
             "evicted_keys", "expired_keys", "rejected_writes", "bytes_written", "commands",
             "bytes_in", "bytes_out")]
+        fields += [("mrc_memory", stats["mrc_memory"])]
+        fields += [(f"hit_ratio_at_{factor}x", ratio) for factor, ratio in hit_ratios(stats)]
         fields += [("users", tenant.users), ("shared_read", tenant.shared_read),
                    ("shared_write", tenant.shared_write), ("arena", tenant.arena)]
         arena = self.arenas.by_name.get(name)
@@ -905,7 +940,8 @@ class Tenants:
                           f"hits={s['keyspace_hits']},misses={s['keyspace_misses']},"
                           f"evicted={s['evicted_keys']},expired={s['expired_keys']},"
                           f"rejected={s['rejected_writes']},commands={s['commands']},"
-                          f"bytes_in={s['bytes_in']},bytes_out={s['bytes_out']}"))
+                          f"bytes_in={s['bytes_in']},bytes_out={s['bytes_out']}"
+                          + "".join(f",hit_ratio_at_{factor}x={ratio}" for factor, ratio in hit_ratios(s))))
         return lines
 
     # -- CONFIG REWRITE

@@ -20,6 +20,7 @@
    slots.c     keys by cluster slot, in the process's memory (cluster mode)
    warm.c      the warmer: a thread faulting in fresh pages ahead of the allocator
    notes.c     drop notes: the keys expired or evicted, for keyspace notifications
+   mrc.h       references sampled for the tenants' miss-ratio curves
    recovery.c  format, validate, rebuild, clean close */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* fallocate (a Python extension has it from Python.h) */

@@ -8,6 +8,7 @@
 #include "heap.h"
 #include "index.h"
 #include "lru.h"
+#include "mrc.h"
 #include "notes.h"
 #include "tenant.h"
 #include "ttl.h"
@@ -151,6 +152,7 @@ CX_API void cx_commit(char *base, uint64_t off, unsigned pdb, const uint8_t *key
     }
     cx_account(base, e, 1);
     cx_lru_push(base, off);
+    cx_mrc_note(base, e->tenant, h, CX_SIZE(e->size_state), 0);
 }
 
 /* corrupt: NULL, or where to count a value that fails its checksum (it is dropped and
@@ -189,6 +191,7 @@ CX_API uint64_t cx_lookup(char *base, unsigned tenant, unsigned pdb, const uint8
     if (stats) {
         if (off) { sb->hits++; t->hits++; }
         else { sb->misses++; t->misses++; }
+        cx_mrc_note(base, tenant, h, off ? CX_SIZE(CX_E(base, off)->size_state) : 0, 1);
     }
     return off;
 }

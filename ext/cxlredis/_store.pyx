@@ -288,6 +288,20 @@ cdef extern from "arena/notes.h":
     cx_note_log cx_notes
     void cx_notes_clear() nogil
 
+cdef extern from "arena/mrc.h":
+    enum: CX_MRC_RING
+    ctypedef struct cx_mrc_ref:
+        uint64_t hash
+        uint64_t size
+        uint64_t base
+        uint32_t tenant
+        uint32_t read
+    ctypedef struct cx_mrc_log:
+        uint64_t threshold
+        uint64_t len
+        cx_mrc_ref ring[CX_MRC_RING]
+    cx_mrc_log cx_mrc
+
 cdef extern from "arena/rename.h":
     void cx_rename_in_place(char* base, uint64_t off, unsigned pdb, const uint8_t* key, size_t klen) nogil
     void cx_rename_by_copy(char* base, uint64_t src, uint64_t fresh, unsigned pdb, const uint8_t* key, size_t klen,
@@ -495,6 +509,25 @@ def take_dropped_keys():
                       note.tenant, note.db, (<char*>cx_notes.buf)[at:at + note.key_len]))
         at += note.key_len
     cx_notes_clear()
+    return found
+
+
+def mrc_set_threshold(uint64_t threshold):
+    """Sample, for the miss-ratio curves, the references to keys whose hash is below
+    threshold (0: none); see ext/arena/mrc.h."""
+    cx_mrc.threshold = threshold
+
+
+def take_mrc_references():
+    """The references sampled since the last call: a list of (key hash, block size or 0
+    for a read that missed, arena address, tenant slot, read?)."""
+    cdef uint64_t i
+    cdef cx_mrc_ref* r
+    found = []
+    for i in range(cx_mrc.len):
+        r = &cx_mrc.ring[i]
+        found.append((r.hash, r.size, r.base, r.tenant, r.read))
+    cx_mrc.len = 0
     return found
 
 

@@ -525,6 +525,37 @@ static void test_lru_order(void) {
     free_arena(base);
 }
 
+/* references to keys whose hash is below the threshold are kept for the miss-ratio
+   curves: counted reads (hit: the block's size, miss: 0) and commits; nothing else */
+static void test_sampled_references(void) {
+    char *base = new_arena();
+    cx_cfg cfg = settings(CX_ALLKEYS_LRU);
+    int64_t now = cx_now_ms();
+    uint64_t a = put(base, &cfg, 0, "a", "1", -1, now);
+    CHECK_EQ(cx_mrc.len, 0);                      /* sampling off: nothing kept */
+    cx_mrc.threshold = UINT64_MAX;                /* every key */
+    uint64_t b = put(base, &cfg, 0, "b", "22", -1, now);
+    cx_lookup(base, 0, 0, (const uint8_t *)"a", 1, 1, 1, 0, &rng, NULL);
+    cx_lookup(base, 0, 0, (const uint8_t *)"z", 1, 1, 1, 0, &rng, NULL);
+    cx_lookup(base, 0, 0, (const uint8_t *)"a", 1, 1, 0, 0, &rng, NULL);   /* uncounted */
+    CHECK_EQ(cx_mrc.len, 3);
+    cx_mrc_ref *r = cx_mrc.ring;
+    CHECK(r[0].read == 0 && r[0].tenant == 0 && r[0].size == CX_SIZE(word(base, b)));
+    CHECK(r[0].hash == CX_E(base, b)->hash && r[0].base == (uint64_t)(uintptr_t)base);
+    CHECK(r[1].read == 1 && r[1].size == CX_SIZE(word(base, a)) && r[1].hash == CX_E(base, a)->hash);
+    CHECK(r[2].read == 1 && r[2].size == 0);
+    /* a full ring keeps no more; a threshold at a key's hash leaves it out */
+    cx_mrc.len = CX_MRC_RING;
+    cx_lookup(base, 0, 0, (const uint8_t *)"a", 1, 1, 1, 0, &rng, NULL);
+    CHECK_EQ(cx_mrc.len, CX_MRC_RING);
+    cx_mrc.len = 0;
+    cx_mrc.threshold = CX_E(base, a)->hash;
+    cx_lookup(base, 0, 0, (const uint8_t *)"a", 1, 1, 1, 0, &rng, NULL);
+    CHECK_EQ(cx_mrc.len, 0);
+    cx_mrc.threshold = 0;
+    free_arena(base);
+}
+
 static void test_victims_within_a_tenant(void) {
     char *base = new_arena();
     cx_cfg cfg = settings(CX_ALLKEYS_LRU);
@@ -1137,6 +1168,7 @@ int main(int argc, char **argv) {
     RUN(test_index_identity_beyond_the_hash);
     RUN(test_same_key_per_db_and_tenant);
     RUN(test_lru_order);
+    RUN(test_sampled_references);
     RUN(test_victims_within_a_tenant);
     RUN(test_eviction_tiers_across_tenants);
     RUN(test_eviction_spares_pinned_and_noeviction_tenants);

@@ -30,12 +30,14 @@ METRICS = {
     "cxlredis_tenant_stored_bytes", "cxlredis_tenant_quota_bytes", "cxlredis_tenant_keys",
     "cxlredis_tenant_commands_total", "cxlredis_tenant_hits_total", "cxlredis_tenant_misses_total",
     "cxlredis_tenant_evictions_total", "cxlredis_tenant_net_input_bytes_total",
-    "cxlredis_tenant_net_output_bytes_total", "cxlredis_uptime_seconds",
+    "cxlredis_tenant_net_output_bytes_total", "cxlredis_tenant_hit_ratio_at_memory",
+    "cxlredis_uptime_seconds",
 }
 LABELS = {"cxlredis_commands_total": {"command"}, "cxlredis_command_errors_total": {"command"},
           "cxlredis_command_duration_seconds_bucket": {"command", "le"},
           "cxlredis_command_duration_seconds_sum": {"command"},
-          "cxlredis_command_duration_seconds_count": {"command"}, "cxlredis_keys": {"db"}}
+          "cxlredis_command_duration_seconds_count": {"command"}, "cxlredis_keys": {"db"},
+          "cxlredis_tenant_hit_ratio_at_memory": {"factor"}}
 
 
 # ---------------------------------------------------------------- values.yaml and the schema

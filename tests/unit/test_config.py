@@ -23,10 +23,10 @@ NAMES = {option.name for option in ALL_OPTIONS}
 LISTED = [name for name, _ in Config.load([], environ={}).get(["*"])]
 # Names cxlredis shares with Redis 7.0 (the rest are ours: arena-*, audit-*,
 # metrics-*, cxl-*, large-value-threshold, tenants-file, functions-file, tenant-arena-dir,
-# lua-memory-limit).
+# lua-memory-limit, tenant-mrc-*).
 SHARED = [name for name in LISTED if not name.startswith(("arena-", "audit-", "metrics-", "cxl-"))
           and name not in ("large-value-threshold", "tenants-file", "functions-file", "tenant-arena-dir",
-                           "lua-memory-limit")]
+                           "lua-memory-limit", "tenant-mrc-sampling", "tenant-mrc-keys")]
 # Defaults that differ from redis-server's on purpose; the oracle is started with ours.
 OUR_DEFAULTS = {"bind": "127.0.0.1 -::1", "protected-mode": "no", "maxmemory-policy": "allkeys-lru",
                 "unixsocketperm": "700"}
