@@ -26,6 +26,12 @@ _BOUNDS = [f"{(1 << i) / 1e6:.6g}" for i in range(LATENCY_BUCKETS - 1)] + ["+Inf
 _TENANT_METRICS = (
     ("tenant_stored_bytes", "Bytes of arena blocks on the tenant's bill.", "used_bytes", False),
     ("tenant_quota_bytes", "The tenant's memory quota (0: none).", "quota", False),
+    ("tenant_guaranteed_bytes", "Bytes of the tenant's that no other tenant's pressure evicts "
+     "(MIN; 0: none).", "guaranteed", False),
+    ("tenant_borrowed_bytes", "Bytes the tenant holds past its guarantee (all of them with "
+     "neither a guarantee nor a quota): what pressure evicts first.", "borrowed", False),
+    ("tenant_reclaimed_bytes", "Bytes of the tenant evicted to give another tenant its "
+     "guaranteed share back.", "reclaimed", True),
     ("tenant_keys", "Keys the tenant holds.", "keys", False),
     ("tenant_commands", "Commands run by the tenant's connections.", "commands", True),
     ("tenant_hits", "Key lookups that found a key.", "keyspace_hits", True),

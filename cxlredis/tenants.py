@@ -1,4 +1,5 @@
-"""Tenants: key namespaces with a quota, an eviction policy, users and shared grants.
+"""Tenants: key namespaces with a quota, a guarantee, an eviction policy, users and shared
+grants.
 
 The arena keeps what has to live as long as the data (ext/cxlredis/_store.pyx, Arena):
 each tenant's name, quota, policy, counters and entries. This module keeps
@@ -62,7 +63,7 @@ log = logging.getLogger("cxlredis")
 INHERIT = "inherit"                 # POLICY inherit: follow the server's maxmemory-policy
 FILE_VERSION = 1
 LIST_SETTINGS = ("users", "shared-read", "shared-write")
-SETTINGS = ("quota", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
+SETTINGS = ("quota", "min", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
 ARENAS = ("shared", "own")           # ARENA: the server's arena, or a backing of the tenant's own
 
 
@@ -86,17 +87,18 @@ def check_name(name) -> str:
 
 
 def parse_settings(args) -> dict:
-    """The settings given in `QUOTA q POLICY p USERS u.. SHARED-READ t.. SHARED-WRITE t..`
+    """The settings given in `QUOTA q MIN m POLICY p USERS u.. SHARED-READ t.. SHARED-WRITE t..`
     (keywords in any case and order, each once; a list ends at the next keyword):
-    {"quota": int, "policy": name or None, "users": [bytes], "shared-read": [str], ...}.
+    {"quota": int, "min": int, "policy": name or None, "users": [bytes], "shared-read": [str], ...}.
     Raises ValueError with the reason."""
     settings = {}
     i = 0
     while i < len(args):
         word = as_text(args[i]).lower()
         if word not in SETTINGS:
-            raise ValueError(f"unknown tenant setting '{as_text(args[i])}' (expected QUOTA, POLICY, "
-                             f"ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE)")
+            raise ValueError(f"unknown tenant setting '{as_text(args[i])}' (expected QUOTA, MIN, "
+                             f"POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or "
+                             f"SHARED-WRITE)")
         if word in settings:
             raise ValueError(f"{word.upper()} given twice")
         i += 1
@@ -134,6 +136,12 @@ def parse_settings(args) -> dict:
             except InvalidValue:
                 raise ValueError(f"invalid QUOTA '{value}': a number of bytes, optionally with a "
                                  f"unit (kb, mb, gb); 0 means no quota") from None
+        elif word == "min":
+            try:
+                settings[word] = parse_memory(value)
+            except InvalidValue:
+                raise ValueError(f"invalid MIN '{value}': a number of bytes, optionally with a "
+                                 f"unit (kb, mb, gb); 0 means no guarantee") from None
         else:
             policy = value.lower()
             if policy not in POLICY_NAMES and policy != INHERIT:
@@ -154,7 +162,21 @@ def parse_directive(args) -> tuple[str, dict]:
     settings = parse_settings(args[1:])
     if settings.get("arena") == "own":
         check_quota(name, settings.get("quota", 0))
+    check_guarantee(settings)
     return name, settings
+
+
+def check_guarantee(settings):
+    """ValueError if the settings' MIN cannot be: above the QUOTA, or with ARENA own."""
+    guaranteed = settings.get("min", 0)
+    if not guaranteed:
+        return
+    if settings.get("arena") == "own":
+        raise ValueError("MIN is for tenants in the server's arena: a tenant with ARENA own "
+                         "has its whole arena to itself")
+    if settings.get("quota", 0) and guaranteed > settings["quota"]:
+        raise ValueError(f"MIN {guaranteed} is above the QUOTA {settings['quota']}: the quota is "
+                         f"the most the tenant may hold, borrowing past its guarantee")
 
 
 @dataclass
@@ -516,7 +538,7 @@ class Tenants:
             tenant = Tenant(name, declared=True)
             tenant.apply(settings)
             records[name] = {"tenant": tenant, "quota": settings.get("quota", 0),
-                             "policy": settings.get("policy")}
+                             "min": settings.get("min", 0), "policy": settings.get("policy")}
         tenants = {name: record["tenant"] for name, record in records.items()}
         try:
             self._check(tenants)
@@ -533,13 +555,15 @@ class Tenants:
                             f"DELETE it first)")
                     self.arenas.open(name, record["quota"], record["tenant"], create=False)
                     self.arenas.set_policy(name, record["policy"])
-                elif tenant_id is None:
-                    self._check_shared_quota(record["quota"])
-                    self.arena.create_tenant(name, record["quota"], record["policy"])
                 else:
                     self._check_shared_quota(record["quota"])
-                    self.arena.set_tenant_quota(tenant_id, record["quota"])
-                    self.arena.set_tenant_policy(tenant_id, record["policy"])
+                    self._check_guarantees(name, record["min"])
+                    if tenant_id is None:
+                        tenant_id = self.arena.create_tenant(name, record["quota"], record["policy"])
+                    else:
+                        self.arena.set_tenant_quota(tenant_id, record["quota"])
+                        self.arena.set_tenant_policy(tenant_id, record["policy"])
+                    self.arena.set_tenant_guarantee(tenant_id, record["min"])
             except (ArenaError, TenantError, OutOfMemory, ValueError, OSError) as e:
                 raise StartupError(f"tenant '{name}': {e}") from None
         for stats in self.arena.tenants():
@@ -556,7 +580,8 @@ class Tenants:
                 raise StartupError(f"cannot write the tenants file {self.path}: {e.strerror}") from None
 
     def _read_file(self):
-        """{name: {"tenant": Tenant, "quota": int, "policy": name or None}} from tenants-file."""
+        """{name: {"tenant": Tenant, "quota": int, "min": int, "policy": name or None}} from
+        tenants-file."""
         if self.path is None:
             return {}
         try:
@@ -585,7 +610,8 @@ class Tenants:
                                 [check_name(t) for t in entry["shared_read"]],
                                 [check_name(t) for t in entry["shared_write"]], bool(entry["declared"]),
                                 arena, entry.get("arena_group"), bool(entry.get("arena_write")))
-                records[name] = {"tenant": tenant, "quota": int(entry["quota"]), "policy": policy}
+                records[name] = {"tenant": tenant, "quota": int(entry["quota"]),
+                                 "min": int(entry.get("min", 0)), "policy": policy}
         except (KeyError, TypeError, ValueError) as e:
             raise StartupError(f"the tenants file {self.path} is malformed: {e!r}") from None
         return records
@@ -654,6 +680,7 @@ class Tenants:
             entries.append({
                 "name": tenant.name,
                 "quota": stats["quota"] if stats else 0,
+                "min": stats["guaranteed"] if stats else 0,
                 "policy": None if stats is None or stats["policy_inherited"] else stats["policy"],
                 "users": [as_text(u) for u in tenant.users],
                 "shared_read": tenant.shared_read,
@@ -720,7 +747,8 @@ class Tenants:
     def _own_stats(self, name, arena):
         stats = arena.tenant_stats(0)
         stats.update(name=name, quota=arena.maxmemory, policy=arena.policy,
-                     policy_inherited=self.arenas.policies.get(name) is None)
+                     policy_inherited=self.arenas.policies.get(name) is None,
+                     borrowed=0)     # its arena is its own: nothing it holds is borrowed
         return self._with_curve(arena, stats)
 
     def _with_curve(self, arena, stats):
@@ -767,13 +795,16 @@ class Tenants:
         tenants = {**self.tenants, name: tenant}
         self._checked(tenants, name)
         try:
+            check_guarantee(settings)
             if tenant.own_arena:
                 self.arenas.open(name, settings.get("quota", 0), tenant, create=True)
                 self.arenas.set_policy(name, settings.get("policy"))
             else:
                 self._check_shared_quota(settings.get("quota", 0))
+                self._check_guarantees(name, settings.get("min", 0))
                 tenant_id = self.arena.create_tenant(name, settings.get("quota", 0),
                                                      settings.get("policy"))
+                self.arena.set_tenant_guarantee(tenant_id, settings.get("min", 0))
         except (ArenaError, TenantError, ValueError) as e:
             raise CommandError(f"ERR {e}") from None
         except OSError as e:
@@ -801,24 +832,29 @@ class Tenants:
         tenants = {**self.tenants, name: tenant}
         self._checked(tenants, name)
         old = self.stats(name)
-        old_policy = None if old["policy_inherited"] else old["policy"]
-        if not tenant.own_arena and "quota" in settings:
-            try:
-                self._check_shared_quota(settings["quota"])
-            except ValueError as e:
-                raise CommandError(f"ERR {e}") from None
-        old_access = self.tenants[name].arena_group, self.tenants[name].arena_write
-        # in the arena first: the tenants file copies quota and policy from there
+        old_limits = (old["quota"], old["guaranteed"], None if old["policy_inherited"] else old["policy"])
+        limits = (settings.get("quota", old_limits[0]), settings.get("min", old_limits[1]),
+                  settings.get("policy", old_limits[2]))
         try:
-            self._apply_limits(name, tenant, settings.get("quota", old["quota"]),
-                               settings.get("policy", old_policy))
+            if not tenant.own_arena:
+                self._check_shared_quota(limits[0])
+                check_guarantee({"quota": limits[0], "min": limits[1]})
+                self._check_guarantees(name, limits[1])
+            elif "min" in settings:
+                check_guarantee({"arena": "own", "min": limits[1]})
+        except ValueError as e:
+            raise CommandError(f"ERR {e}") from None
+        old_access = self.tenants[name].arena_group, self.tenants[name].arena_write
+        # in the arena first: the tenants file copies quota, guarantee and policy from there
+        try:
+            self._apply_limits(name, tenant, *limits)
         except (ValueError, OSError) as e:
-            self._apply_limits(name, self.tenants[name], old["quota"], old_policy)
+            self._apply_limits(name, self.tenants[name], *old_limits)
             raise CommandError(f"ERR {e}") from None
         try:
             self._persist(tenants)
         except CommandError:
-            self._apply_limits(name, self.tenants[name], old["quota"], old_policy)
+            self._apply_limits(name, self.tenants[name], *old_limits)
             raise
         if (tenant.arena_group, tenant.arena_write) != old_access:
             log.notice("Tenant '%s': its arena %s is now mode %s", name, self.arenas.path(name),
@@ -833,8 +869,21 @@ class Tenants:
                              f"bounds every tenant in its arena: raise maxmemory (or arena-size) or "
                              f"lower the QUOTA")
 
-    def _apply_limits(self, name, tenant, quota, policy):
-        """Quota, policy (and, for an own arena, group) of tenant `name`, where they are kept."""
+    def _check_guarantees(self, name, guaranteed):
+        """ValueError if tenant `name`'s MIN and the other tenants' guarantees would pass the
+        server's maxmemory: every guarantee must be one the arena can keep at once."""
+        if not guaranteed:
+            return
+        limit = self.memory_limit()
+        others = sum(stats["guaranteed"] for stats in self.arena.tenants() if stats["name"] != name)
+        if others + guaranteed > limit:
+            raise ValueError(f"MIN {guaranteed} and the other tenants' guarantees ({others} bytes) "
+                             f"pass the server's maxmemory ({limit} bytes): the arena could not keep "
+                             f"them all; raise maxmemory or lower a MIN")
+
+    def _apply_limits(self, name, tenant, quota, guaranteed, policy):
+        """Quota, guarantee, policy (and, for an own arena, group) of tenant `name`, where
+        they are kept."""
         if tenant.own_arena:
             self.arenas.set_quota(name, quota)
             self.arenas.set_policy(name, policy)
@@ -842,6 +891,7 @@ class Tenants:
         else:
             tenant_id = self.tenant_id(name)
             self.arena.set_tenant_quota(tenant_id, quota)
+            self.arena.set_tenant_guarantee(tenant_id, guaranteed)
             self.arena.set_tenant_policy(tenant_id, policy)
 
     def delete(self, name, current):
@@ -906,12 +956,13 @@ class Tenants:
             tenant = Tenant(name, users)
         else:
             tenant = self.tenants[name]
-        fields = [("name", name), ("quota", stats["quota"]), ("policy", stats["policy"]),
-                  ("policy_inherited", int(stats["policy_inherited"]))]
+        fields = [("name", name), ("quota", stats["quota"]), ("guaranteed_bytes", stats["guaranteed"]),
+                  ("policy", stats["policy"]), ("policy_inherited", int(stats["policy_inherited"]))]
         fields += [(key, stats[key]) for key in (
             "keys", "expires", "used_bytes", "dataset_bytes", "keyspace_hits", "keyspace_misses",
             "evicted_keys", "expired_keys", "rejected_writes", "bytes_written", "commands",
             "bytes_in", "bytes_out")]
+        fields += [("borrowed_bytes", stats["borrowed"]), ("reclaimed_bytes", stats["reclaimed"])]
         fields += [("mrc_memory", stats["mrc_memory"])]
         fields += [(f"hit_ratio_at_{factor}x", ratio) for factor, ratio in hit_ratios(stats)]
         fields += [("users", tenant.users), ("shared_read", tenant.shared_read),
@@ -937,6 +988,8 @@ class Tenants:
                 continue
             lines.append((f"tenant_{s['name']}",
                           f"keys={s['keys']},used_bytes={s['used_bytes']},quota={s['quota']},"
+                          f"guaranteed={s['guaranteed']},borrowed={s['borrowed']},"
+                          f"reclaimed={s['reclaimed']},"
                           f"hits={s['keyspace_hits']},misses={s['keyspace_misses']},"
                           f"evicted={s['evicted_keys']},expired={s['expired_keys']},"
                           f"rejected={s['rejected_writes']},commands={s['commands']},"
@@ -954,6 +1007,8 @@ class Tenants:
             words = ["tenant", tenant.name]
             if stats["quota"]:
                 words += ["quota", format_memory(stats["quota"])]
+            if stats["guaranteed"]:
+                words += ["min", format_memory(stats["guaranteed"])]
             if not stats["policy_inherited"]:
                 words += ["policy", stats["policy"]]
             if tenant.own_arena:

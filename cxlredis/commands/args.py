@@ -100,3 +100,12 @@ def c_word(arg):
     """An argument as Redis's strcasecmp compares it with a keyword: up to its first NUL
     byte, ASCII letters folded to lower case (b"GET\\0x" is b"get")."""
     return bytes(arg).partition(b"\0")[0].lower()
+
+
+def keyword(arg, meanings, error=errors.SYNTAX):
+    """What the keyword arg means in {b"word": meaning} (compared as c_word reads it);
+    CommandError(error) for any other word."""
+    word = c_word(arg)
+    if word not in meanings:
+        raise CommandError(error)
+    return meanings[word]

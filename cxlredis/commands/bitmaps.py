@@ -19,7 +19,7 @@ from .._strops import BITOP_AND, BITOP_NOT, BITOP_OR, BITOP_XOR, bitcount, bitop
 from ..errors import CommandError
 from ..notifications import GENERIC, NEW, STRING
 from ..slots import SlotArg
-from .args import c_word, is_int64, parse_int
+from .args import c_word, is_int64, keyword, parse_int
 from .strings import find_string, notify_update, set_string
 
 # A write that starts at most this far past the string's end appends (zeros, then its
@@ -77,12 +77,7 @@ def _byte_range(length, start, end, in_bits):
 
 def _index_unit(arg):
     """BYTE or BIT (True), as Redis's strcasecmp reads them."""
-    word = c_word(arg)
-    if word == b"bit":
-        return True
-    if word == b"byte":
-        return False
-    raise CommandError(errors.SYNTAX)
+    return keyword(arg, {b"bit": True, b"byte": False})
 
 
 # --- single bits -----------------------------------------------------------

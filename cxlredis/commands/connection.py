@@ -5,7 +5,7 @@ from .. import acl, errors
 from ..blocked import PAUSE_ALL, PAUSE_WRITE
 from ..errors import CommandError
 from ..tracking import Mode
-from .args import c_word, parse_int, parse_timeout_ms, upper
+from .args import keyword, parse_int, parse_timeout_ms, upper
 
 PROTOCOL_NOT_INTEGER = "ERR Protocol version is not an integer or out of range"
 BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
@@ -263,10 +263,8 @@ def cmd_client_pause(c, argv):
         raise CommandError(errors.subcommand_syntax(argv))
     kind = PAUSE_ALL
     if len(argv) == 4:
-        mode = c_word(argv[3])
-        if mode not in (b"write", b"all"):
-            raise CommandError("ERR CLIENT PAUSE mode must be WRITE or ALL")
-        kind = PAUSE_WRITE if mode == b"write" else PAUSE_ALL
+        kind = keyword(argv[3], {b"write": PAUSE_WRITE, b"all": PAUSE_ALL},
+                       "ERR CLIENT PAUSE mode must be WRITE or ALL")
     timeout = parse_timeout_ms(argv[2])
     for_administrators(c, "CLIENT PAUSE")
     c.services.blocked.pause(timeout, kind)
@@ -282,10 +280,8 @@ def cmd_client_unblock(c, argv):
         raise CommandError(errors.subcommand_syntax(argv))
     error = False
     if len(argv) == 4:
-        reason = c_word(argv[3])
-        if reason not in (b"timeout", b"error"):
-            raise CommandError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
-        error = reason == b"error"
+        error = keyword(argv[3], {b"timeout": False, b"error": True},
+                        "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
     ident = parse_int(argv[2])
     target = next((s for s in visible_clients(c) if s.id == ident), None)
     c.reply.integer(int(target is not None and c.services.blocked.unblock(target, error)))

@@ -17,7 +17,7 @@ from .. import errors
 from .._store import TYPE_LIST
 from ..errors import CommandError
 from ..notifications import GENERIC, LIST, NEW
-from .args import INT64_MAX, INT64_MIN, c_word, index_span, parse_block_timeout, parse_int
+from .args import INT64_MAX, INT64_MIN, c_word, index_span, keyword, parse_block_timeout, parse_int
 from .blocking import serving
 
 LEFT, RIGHT = "left", "right"      # the head and the tail
@@ -32,12 +32,7 @@ RANK_ZERO = ("ERR RANK can't be zero: use 1 to start from the first match, 2 fro
 
 def _position(arg):
     """LEFT or RIGHT, as Redis's getListPositionFromObjectOrReply reads them."""
-    word = c_word(arg)
-    if word == b"left":
-        return LEFT
-    if word == b"right":
-        return RIGHT
-    raise CommandError(errors.SYNTAX)
+    return keyword(arg, {b"left": LEFT, b"right": RIGHT})
 
 
 def _ranged(arg, low, high, error):

@@ -96,18 +96,23 @@ static uint64_t cx_victim(char *base, const cx_cfg *cfg, unsigned tenant, int po
     }
 }
 
-/* An entry to evict because the arena as a whole is over its memory limit. Tenants
-   give memory back in tiers, and a tier is used only when no tenant of the tiers
-   before it has anything its policy lets go:
+/* An entry to evict because the arena as a whole is over its memory limit, for a write
+   of tenant `writer` (-1: none). Tenants give memory back in tiers, and a tier is used
+   only when no tenant of the tiers before it has anything its policy lets go:
      1. tenants over their quota, the largest overage first (down to the quota);
-     2. tenants without a quota (the default tenant unless it has one), the largest first;
-     3. tenants within their quota, the fullest (highest used/quota) first.
-   Each tenant's own policy picks the entry; a noeviction tenant gives nothing. */
-static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int64_t now) {
+     2. tenants borrowing: those without a quota (the default tenant unless it has one)
+        and those with a guarantee holding more than it, the most borrowed first;
+     3. tenants within their quota that have no guarantee, the fullest (highest
+        used/quota) first;
+     4. the writer itself.
+   A tenant within its guarantee is in none but the last: another tenant's pressure
+   never evicts it. Each tenant's own policy picks the entry; a noeviction tenant
+   gives nothing. */
+static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int writer, int64_t now) {
     cx_super *sb = CX_SB(base);
     uint64_t tried = 0, m, v;
     for (;;) {
-        int best = -1, best_tier = 4;
+        int best = -1, best_tier = 5;
         uint64_t best_score = 0, best_used = 0, best_quota = 1;
         for (m = cx_tenant_bits(sb) & ~tried; m; m &= m - 1) {
             unsigned i = (unsigned)__builtin_ctzll(m);
@@ -115,9 +120,12 @@ static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int64_t now) {
             int tier, better;
             uint64_t score = 0;
             if (!cx_evictable(t, cx_policy_of(sb, i, cfg))) continue;
-            if (!t->quota) { tier = 2; score = t->used_bytes; }
-            else if (t->used_bytes > t->quota) { tier = 1; score = t->used_bytes - t->quota; }
-            else tier = 3;
+            if (t->quota && t->used_bytes > t->quota) { tier = 1; score = t->used_bytes - t->quota; }
+            else if (t->guaranteed && t->used_bytes > t->guaranteed) { tier = 2; score = t->used_bytes - t->guaranteed; }
+            else if (!t->quota && !t->guaranteed) { tier = 2; score = t->used_bytes; }
+            else if (!t->guaranteed) tier = 3;
+            else if ((int)i == writer) tier = 4;
+            else continue;
             if (tier != best_tier) better = tier < best_tier;
             else if (tier == 3) better = (__uint128_t)t->used_bytes * best_quota > (__uint128_t)best_used * t->quota;
             else better = score > best_score;
@@ -136,9 +144,17 @@ static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int64_t now) {
     }
 }
 
-static void cx_evict(char *base, uint64_t off) {
+/* Evict `off` for a write of tenant `writer` (-1: none). Taken from another tenant
+   while the writer is within its guarantee, it is memory reclaimed for that share. */
+static void cx_evict(char *base, uint64_t off, int writer, uint64_t need) {
     cx_super *sb = CX_SB(base);
-    sb->tenants[CX_E(base, off)->tenant].evicted++;
+    cx_entry *e = CX_E(base, off);
+    cx_tenant *t = &sb->tenants[e->tenant];
+    if (writer >= 0 && (unsigned)writer != e->tenant) {
+        cx_tenant *w = &sb->tenants[writer];
+        if (w->guaranteed && w->used_bytes + need <= w->guaranteed) t->reclaimed += CX_SIZE(e->size_state);
+    }
+    t->evicted++;
     sb->evicted++;
     cx_note_drop(base, off, CX_NOTE_EVICTED);
     cx_drop(base, off, 1);
@@ -172,7 +188,14 @@ static uint64_t cx_alloc_room(char *base, int tenant, uint64_t need, const cx_cf
     }
     for (m = cx_tenant_bits(sb); m; m &= m - 1) {
         unsigned i = (unsigned)__builtin_ctzll(m);
-        evictable += cx_evictable(&sb->tenants[i], cx_policy_of(sb, i, cfg));
+        cx_tenant *o = &sb->tenants[i];
+        uint64_t can = cx_evictable(o, cx_policy_of(sb, i, cfg));
+        /* another tenant gives only what it holds past its guarantee */
+        if (o->guaranteed && (int)i != tenant) {
+            uint64_t borrowed = o->used_bytes > o->guaranteed ? o->used_bytes - o->guaranteed : 0;
+            if (can > borrowed) can = borrowed;
+        }
+        evictable += can;
     }
     if (sb->heap_used + need > limit + evictable) return 0;
     for (;;) {
@@ -181,10 +204,10 @@ static uint64_t cx_alloc_room(char *base, int tenant, uint64_t need, const cx_cf
         } else {
             if (sb->heap_used + need <= limit && (off = cx_heap_alloc(base, need, cfg, &err))) return off;
             if (err) { *cfg->backing_errno = err; return 0; }
-            v = cx_global_victim(base, cfg, now);
+            v = cx_global_victim(base, cfg, tenant, now);
         }
         if (!v) return 0;
-        cx_evict(base, v);
+        cx_evict(base, v, tenant, need);
     }
 }
 
@@ -196,8 +219,8 @@ CX_API int cx_evict_to_limit(char *base, const cx_cfg *cfg, int64_t now) {
     uint64_t limit = cfg->maxmemory && cfg->maxmemory < sb->heap_size ? cfg->maxmemory : sb->heap_size;
     uint64_t v;
     while (sb->heap_used > limit) {
-        if (cfg->no_evict || !(v = cx_global_victim(base, cfg, now))) return 0;
-        cx_evict(base, v);
+        if (cfg->no_evict || !(v = cx_global_victim(base, cfg, -1, now))) return 0;
+        cx_evict(base, v, -1, 0);
     }
     return 1;
 }

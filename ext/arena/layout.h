@@ -92,9 +92,10 @@ typedef struct {
     uint64_t list_bytes[2];
     uint64_t used_bytes;              /* its live, reserved and zombie blocks: what the quota limits */
     uint64_t keys, volatile_keys;
-    uint64_t quota;                   /* bytes, 0 = none */
+    uint64_t quota;                   /* bytes, 0 = none: its burst maximum when guaranteed */
     uint64_t hits, misses, expired, evicted;
-    uint64_t spare[2];
+    uint64_t guaranteed;              /* bytes no other tenant's pressure evicts (MIN), 0 = none */
+    uint64_t reclaimed;               /* bytes evicted to give another tenant its guaranteed share */
 } cx_tenant;
 
 /* The rest of a tenant slot (appended after the tenant table, so an arena formatted

@@ -96,6 +96,8 @@ cdef extern from "arena/layout.h":
         uint64_t misses
         uint64_t expired
         uint64_t evicted
+        uint64_t guaranteed
+        uint64_t reclaimed
 
     ctypedef struct cx_tenant_meta:
         uint64_t incarnation
@@ -1768,7 +1770,9 @@ cdef class Arena(Keyspace):
     (create_tenant, namespace, ...) and the arena as a whole (stats, check, maxmemory).
 
     Tenants. Up to 63 besides the default one, each a slot in the superblock: name,
-    quota (bytes of its blocks, 0 = none), eviction policy (its own or the arena's),
+    quota (bytes of its blocks, 0 = none), guarantee (bytes no other tenant's pressure
+    evicts, 0 = none; with a quota above it, the tenant may borrow up to the quota
+    while memory is idle), eviction policy (its own or the arena's),
     LRU lists, key counts per db and counters, so all of it survives a restart (a
     rebuild recounts keys and bytes; monotonic counters are kept as they are). A
     tenant's used_bytes is every block on its bill: live entries, reservations (from
@@ -1781,13 +1785,17 @@ cdef class Arena(Keyspace):
         (OutOfMemory, nothing evicted, if that cannot make room, e.g. noeviction);
       - while the arena's heap_used + B > maxmemory (or no free block fits): evict,
         tier by tier, from (1) tenants over their quota, the largest overage first,
-        down to their quota; (2) tenants without a quota (tenant 0 unless it has one),
-        the largest first; (3) only when no tenant of tiers 1-2 has anything its policy
-        lets go: tenants within their quota, the highest used/quota first. Each
-        tenant's own policy picks its entry; a noeviction tenant is never evicted.
+        down to their quota; (2) tenants borrowing, the most first: those without a
+        quota (tenant 0 unless it has one) and those with a guarantee past it, down to
+        it (counted as reclaimed when T writes within its own guarantee); (3) only when
+        no tenant of tiers 1-2 has anything its policy lets go: tenants within their
+        quota that have no guarantee, the highest used/quota first; (4) T's own
+        entries. Each tenant's own policy picks its entry; a noeviction tenant is never
+        evicted.
     So a tenant within its quota loses nothing while an over-quota or quota-less
-    tenant can give memory back, and one tenant's quota pressure evicts only its own
-    entries. Lowering a quota evicts nothing by itself: the tenant's next write does.
+    tenant can give memory back, a tenant within its guarantee never loses an entry
+    to another's write, and one tenant's quota pressure evicts only its own entries.
+    Lowering a quota evicts nothing by itself: the tenant's next write does.
     A failed write (not a failed reserve) counts as a rejected write of the tenant.
     """
 
@@ -2180,6 +2188,15 @@ cdef class Arena(Keyspace):
             raise ValueError("a tenant quota must be >= 0")
         CX_SB(self.base).tenants[t].quota = quota
 
+    def set_tenant_guarantee(self, int tenant_id, int64_t guaranteed):
+        """Bytes of the tenant's that no other tenant's pressure evicts, 0 = none (the
+        caller keeps the guarantees within memory). Memory it holds past them, up to its
+        quota, is borrowed: evicted first, to give another tenant its guarantee back."""
+        cdef unsigned t = existing_tenant(self, tenant_id)
+        if guaranteed < 0:
+            raise ValueError("a tenant guarantee must be >= 0")
+        CX_SB(self.base).tenants[t].guaranteed = guaranteed
+
     def set_tenant_policy(self, int tenant_id, policy):
         """The tenant's own maxmemory-policy, or None to follow the arena's. The default
         tenant always follows the arena's (Arena.policy)."""
@@ -2362,6 +2379,14 @@ cdef unsigned existing_tenant(Arena a, int tenant_id) except? 0xffff:
     return tenant_id
 
 
+cdef uint64_t borrowed_bytes(cx_tenant* s):
+    """What eviction's tier 2 may take from the tenant (ext/arena/evict.c): what it holds
+    past its guarantee, or all it holds with neither a guarantee nor a quota."""
+    if s.guaranteed:
+        return s.used_bytes - s.guaranteed if s.used_bytes > s.guaranteed else 0
+    return 0 if s.quota else s.used_bytes
+
+
 cdef dict tenant_dict(Arena a, unsigned t):
     cdef cx_super* sb = CX_SB(a.base)
     cdef cx_tenant* s = &sb.tenants[t]
@@ -2376,6 +2401,9 @@ cdef dict tenant_dict(Arena a, unsigned t):
         "id": t,
         "name": tenant_name_of(a, t),
         "quota": s.quota,
+        "guaranteed": s.guaranteed,
+        "borrowed": borrowed_bytes(s),
+        "reclaimed": s.reclaimed,
         "policy": POLICY_NAMES[tenant_policy(a, t)],
         "policy_inherited": m.policy == 0,
         "keys": s.keys,
@@ -2397,7 +2425,7 @@ cdef dict tenant_dict(Arena a, unsigned t):
 cdef void reset_counters(cx_super* sb, unsigned t) noexcept:
     cdef cx_tenant* s = &sb.tenants[t]
     cdef cx_tenant_meta* m = &sb.tmeta[t]
-    s.hits = s.misses = s.expired = s.evicted = 0
+    s.hits = s.misses = s.expired = s.evicted = s.reclaimed = 0
     m.rejected = m.bytes_written = m.bytes_in = m.bytes_out = m.commands = 0
 
 

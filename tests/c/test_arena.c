@@ -633,9 +633,9 @@ static void test_eviction_tiers_across_tenants(void) {
        the larger first (tenant 3 down to tenant 0's size, then the two in turn); then
        the fullest of the tenants within their quotas (tenant 1 again, then tenant 2) */
     int order[128], n = 0;
-    for (uint64_t v; n < 128 && (v = cx_global_victim(base, &cfg, t0 + 1000)); ) {
+    for (uint64_t v; n < 128 && (v = cx_global_victim(base, &cfg, -1, t0 + 1000)); ) {
         order[n++] = CX_E(base, v)->tenant;
-        cx_evict(base, v);
+        cx_evict(base, v, -1, 0);
     }
     CHECK_EQ(n, 80);
     int i = 0, gap = 0;
@@ -673,6 +673,61 @@ static void test_eviction_spares_pinned_and_noeviction_tenants(void) {
     cfg.maxmemory = sb->heap_used - 4 * block;
     CHECK(!cx_evict_to_limit(base, &cfg, t0 + 1000));     /* only tenant 0's two could go */
     CHECK(sb->tenants[0].keys == 0 && sb->tenants[1].keys == 10 && sb->tenants[2].keys == 10);
+    free_arena(base);
+}
+
+/* Guarantees (MIN): a tenant past its guarantee borrows, up to its quota, and gives the
+   borrowed memory back first, counted as reclaimed when another tenant writes within its
+   own guarantee; a tenant within its guarantee loses nothing to another's write. */
+static void test_guarantees_and_borrowed_memory(void) {
+    char *base = new_arena();
+    cx_super *sb = CX_SB(base);
+    cx_cfg cfg = settings(CX_ALLKEYS_LRU);
+    int64_t t0 = cx_now_ms() - 100000;
+    char value[4 * KIB], key[32];
+    memset(value, 'w', sizeof value);
+    CHECK(cx_tenant_create(base, 1, (const uint8_t *)"lender", 6, 0, 0, &cfg, t0));
+    CHECK(cx_tenant_create(base, 2, (const uint8_t *)"borrower", 8, 0, 0, &cfg, t0));
+    CHECK(cx_tenant_create(base, 3, (const uint8_t *)"besteffort", 10, 0, 0, &cfg, t0));
+    uint64_t block = fill(base, &cfg, 2, 40, t0);              /* memory idle: it borrows 30 */
+    sb->tenants[1].guaranteed = 20 * block;
+    sb->tenants[2].guaranteed = 10 * block;
+    sb->tenants[2].quota = 40 * block;
+    cfg.maxmemory = sb->heap_used;                             /* now the arena is full */
+    /* the lender takes its guarantee back: every block from the borrower, counted */
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof key, "t1-%02d", i);
+        CHECK(put_at(base, &cfg, 1, 0, key, value, sizeof value, -1, t0 + 100 + i, 0) != 0);
+    }
+    CHECK(sb->tenants[1].keys == 20 && sb->tenants[2].keys == 20);
+    CHECK_EQ(sb->tenants[2].reclaimed, 20 * block);
+    CHECK_EQ(find(base, 2, 0, "t2-19"), 0);                    /* its least recent went */
+    CHECK(find(base, 2, 0, "t2-20") != 0);
+    /* past its guarantee the lender borrows too: the most borrowed gives, not counted */
+    for (int i = 20; i < 25; i++) {
+        snprintf(key, sizeof key, "t1-%02d", i);
+        CHECK(put_at(base, &cfg, 1, 0, key, value, sizeof value, -1, t0 + 100 + i, 0) != 0);
+    }
+    CHECK(sb->tenants[1].keys == 25 && sb->tenants[2].keys == 15);
+    CHECK_EQ(sb->tenants[2].reclaimed, 20 * block);
+    /* a tenant with no guarantee takes borrowed memory, its own included, the most
+       borrowed first, and never a guaranteed byte, however much it writes */
+    for (int i = 0; i < 60; i++) {
+        snprintf(key, sizeof key, "t3-%02d", i);
+        CHECK(put_at(base, &cfg, 3, 0, key, value, sizeof value, -1, t0 + 200 + i, 0) != 0);
+        CHECK(sb->tenants[1].keys >= 20 && sb->tenants[2].keys >= 10);
+    }
+    CHECK_EQ(sb->tenants[1].keys + sb->tenants[2].keys + sb->tenants[3].keys, 40);
+    /* the borrowers are evened out: none holds more than one block past the others */
+    uint64_t b1 = sb->tenants[1].used_bytes - 20 * block, b2 = sb->tenants[2].used_bytes - 10 * block;
+    uint64_t b3 = sb->tenants[3].used_bytes;
+    CHECK(b1 <= b3 + block && b2 <= b3 + block && b3 <= (b1 > b2 ? b1 : b2) + block);
+    CHECK(sb->tenants[1].reclaimed == 0 && sb->tenants[2].reclaimed == 20 * block);
+    /* a write that only guaranteed memory could make room for is refused up front */
+    uint64_t evicted = sb->evicted;
+    static char big[64 * KIB];
+    CHECK_EQ(put_at(base, &cfg, 3, 0, "t3-big", big, sizeof big, -1, t0 + 300, 0), 0);
+    CHECK_EQ(sb->evicted, evicted);
     free_arena(base);
 }
 
@@ -1169,6 +1224,7 @@ int main(int argc, char **argv) {
     RUN(test_same_key_per_db_and_tenant);
     RUN(test_lru_order);
     RUN(test_sampled_references);
+    RUN(test_guarantees_and_borrowed_memory);
     RUN(test_victims_within_a_tenant);
     RUN(test_eviction_tiers_across_tenants);
     RUN(test_eviction_spares_pinned_and_noeviction_tenants);

@@ -31,6 +31,8 @@ METRICS = {
     "cxlredis_tenant_commands_total", "cxlredis_tenant_hits_total", "cxlredis_tenant_misses_total",
     "cxlredis_tenant_evictions_total", "cxlredis_tenant_net_input_bytes_total",
     "cxlredis_tenant_net_output_bytes_total", "cxlredis_tenant_hit_ratio_at_memory",
+    "cxlredis_tenant_guaranteed_bytes", "cxlredis_tenant_borrowed_bytes",
+    "cxlredis_tenant_reclaimed_bytes_total",
     "cxlredis_uptime_seconds",
 }
 LABELS = {"cxlredis_commands_total": {"command"}, "cxlredis_command_errors_total": {"command"},

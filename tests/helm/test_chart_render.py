@@ -405,6 +405,11 @@ def test_tenants_secret_and_restart_on_change():
     assert changed_annotations["checksum/config"] == annotations["checksum/config"]
     env = {e["name"]: e["value"] for e in hook_pod(docs)["spec"]["containers"][0]["env"]}
     assert env["SMOKE_USERS_FILE"] == "/etc/cxlredis-test/users.conf"
+    tenant_lines = [line for line in users_conf(docs).splitlines() if line.startswith("tenant ")]
+    assert tenant_lines == [
+        "tenant common users publisher",
+        "tenant team-a quota 512mb policy allkeys-lru users alice shared-read common",
+        "tenant team-b quota 256mb min 128mb users bob dashboard shared-read common shared-write common"]
 
 
 def test_existing_secret():

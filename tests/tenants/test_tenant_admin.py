@@ -9,8 +9,10 @@ from tenant_helpers import USERS, as_user, tenant_info, tenant_server
 
 @pytest.fixture(scope="module")
 def server():
+    # no sampled miss-ratio curve: TENANT INFO's fields are then the same every run
     srv = tenant_server(USERS + ["tenant team-a quota 4mb users alice",
-                                 "tenant team-b users bob shared-read team-a"])
+                                 "tenant team-b users bob shared-read team-a"],
+                        tenant_mrc_sampling=0, maxmemory="64mb")
     try:
         yield srv.start()
     finally:
@@ -40,17 +42,18 @@ def test_create_info_set_resetstat_delete(server, admin):
     carol.get("nothing")
     info = tenant_info(server.client(), "lab")
     assert info == {
-        "name": "lab", "quota": 3 * 1024 * 1024, "policy": "allkeys-lfu", "policy_inherited": 0,
-        "keys": 1, "expires": 0, "used_bytes": info["used_bytes"], "dataset_bytes": 2,
-        "keyspace_hits": 1, "keyspace_misses": 1, "evicted_keys": 0, "expired_keys": 0,
-        "rejected_writes": 0, "bytes_written": 1, "commands": info["commands"],
-        "bytes_in": info["bytes_in"], "bytes_out": info["bytes_out"],
+        "name": "lab", "quota": 3 * 1024 * 1024, "guaranteed_bytes": 0, "policy": "allkeys-lfu",
+        "policy_inherited": 0, "keys": 1, "expires": 0, "used_bytes": info["used_bytes"],
+        "dataset_bytes": 2, "keyspace_hits": 1, "keyspace_misses": 1, "evicted_keys": 0,
+        "expired_keys": 0, "rejected_writes": 0, "bytes_written": 1, "commands": info["commands"],
+        "bytes_in": info["bytes_in"], "bytes_out": info["bytes_out"], "borrowed_bytes": 0,
+        "reclaimed_bytes": 0, "mrc_memory": 3 * 1024 * 1024,
         "users": ["carol", "dave"], "shared_read": ["team-a"], "shared_write": [], "arena": "shared"}
     assert info["used_bytes"] > 0 and info["commands"] >= 3
     # RESP3: a map, lists as arrays
     with raw_connection(server.port) as conn:
         conn.request("HELLO", "3")
-        assert conn.request("TENANT", "INFO", "lab").startswith(b"%21\r\n$4\r\nname\r\n$3\r\nlab\r\n")
+        assert conn.request("TENANT", "INFO", "lab").startswith(b"%25\r\n$4\r\nname\r\n$3\r\nlab\r\n")
 
     assert admin.request("TENANT", "SET", "lab", "QUOTA", "0", "POLICY", "inherit",
                          "SHARED-READ") == b"+OK\r\n"
@@ -109,7 +112,7 @@ def test_management_is_for_administrators(server, admin):
             assert alice.request("TENANT", *args) == (
                 f"-ERR TENANT {args[0]} is for administrators: this connection belongs to "
                 f"tenant 'team-a'\r\n").encode()
-        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*42\r\n$4\r\nname\r\n")
+        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*50\r\n$4\r\nname\r\n")
     admin.request("ACL", "SETUSER", "viewer", "on", "nopass", "~*", "+@read", "+@connection")
     with login(server, "viewer") as viewer:       # no tenant, but no @admin either
         assert viewer.request("TENANT", "CREATE", "x") == (
@@ -131,8 +134,26 @@ ERRORS = [
      "ERR invalid POLICY 'lru': one of noeviction, allkeys-lru, volatile-lru, allkeys-random, "
      "volatile-random, volatile-ttl, allkeys-lfu, volatile-lfu, or inherit (the server's "
      "maxmemory-policy)"),
-    (("CREATE", "n", "SIZE", "1"), "ERR unknown tenant setting 'SIZE' (expected QUOTA, POLICY, "
+    (("CREATE", "n", "SIZE", "1"), "ERR unknown tenant setting 'SIZE' (expected QUOTA, MIN, POLICY, "
                                    "ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE)"),
+    (("CREATE", "n", "MIN", "lots"),
+     "ERR invalid MIN 'lots': a number of bytes, optionally with a unit (kb, mb, gb); 0 means no guarantee"),
+    (("CREATE", "n", "QUOTA", "1mb", "MIN", "2mb"),
+     "ERR MIN 2097152 is above the QUOTA 1048576: the quota is the most the tenant may hold, borrowing "
+     "past its guarantee"),
+    (("CREATE", "n", "QUOTA", "4mb", "MIN", "1mb", "ARENA", "own"),
+     "ERR MIN is for tenants in the server's arena: a tenant with ARENA own has its whole arena to itself"),
+    (("CREATE", "n", "MIN", "65mb"),
+     "ERR MIN 68157440 and the other tenants' guarantees (0 bytes) pass the server's maxmemory "
+     "(67108864 bytes): the arena could not keep them all; raise maxmemory or lower a MIN"),
+    (("SET", "team-a", "MIN", "5mb"),
+     "ERR MIN 5242880 is above the QUOTA 4194304: the quota is the most the tenant may hold, borrowing "
+     "past its guarantee"),
+    (("SET", "team-b", "MIN", "40mb"), None),
+    (("SET", "team-a", "MIN", "30mb", "QUOTA", "30mb"),
+     "ERR MIN 31457280 and the other tenants' guarantees (41943040 bytes) pass the server's maxmemory "
+     "(67108864 bytes): the arena could not keep them all; raise maxmemory or lower a MIN"),
+    (("SET", "team-b", "MIN", "0"), None),
     (("CREATE", "n", "QUOTA"), "ERR QUOTA needs a value"),
     (("CREATE", "n", "QUOTA", "1", "quota", "2"), "ERR QUOTA given twice"),
     (("CREATE", "n", "USERS", "alice"), "ERR user 'alice' already belongs to tenant 'team-a'"),
@@ -165,7 +186,7 @@ def test_errors(admin):
         assert reply == (f"-{expected}\r\n".encode() if expected else b"+OK\r\n"), args
     assert admin.request("TENANT", "LIST") == b"*3\r\n$7\r\ndefault\r\n$6\r\nteam-a\r\n$6\r\nteam-b\r\n"
     help_lines = admin.request("TENANT", "HELP")
-    assert help_lines.startswith(b"*27\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
+    assert help_lines.startswith(b"*29\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
 
 
 def test_quota_and_policy_changes_apply_to_the_next_write(server, admin):
