@@ -64,6 +64,7 @@ INHERIT = "inherit"                 # POLICY inherit: follow the server's maxmem
 FILE_VERSION = 1
 LIST_SETTINGS = ("users", "shared-read", "shared-write")
 SETTINGS = ("quota", "min", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
+MEMORY_SETTINGS = {"quota": "no quota", "min": "no guarantee"}      # → what 0 means
 ARENAS = ("shared", "own")           # ARENA: the server's arena, or a backing of the tenant's own
 
 
@@ -130,18 +131,12 @@ def parse_settings(args) -> dict:
                 raise ValueError(f"invalid ARENA-WRITE '{value}': yes (the group may map the arena "
                                  f"read-write) or no (read-only, the default)")
             settings[word] = value.lower() == "yes"
-        elif word == "quota":
+        elif word in MEMORY_SETTINGS:
             try:
                 settings[word] = parse_memory(value)
             except InvalidValue:
-                raise ValueError(f"invalid QUOTA '{value}': a number of bytes, optionally with a "
-                                 f"unit (kb, mb, gb); 0 means no quota") from None
-        elif word == "min":
-            try:
-                settings[word] = parse_memory(value)
-            except InvalidValue:
-                raise ValueError(f"invalid MIN '{value}': a number of bytes, optionally with a "
-                                 f"unit (kb, mb, gb); 0 means no guarantee") from None
+                raise ValueError(f"invalid {word.upper()} '{value}': a number of bytes, optionally "
+                                 f"with a unit (kb, mb, gb); 0 means {MEMORY_SETTINGS[word]}") from None
         else:
             policy = value.lower()
             if policy not in POLICY_NAMES and policy != INHERIT:
