@@ -18,8 +18,9 @@ its rate with it, so time and memory per tenant stay bounded whatever its key co
 Adjusted, as SHARDS_adj: a hot key in (or out of) the sample skews it most at small
 sizes. The arena counts every read (the tenant's hits and misses), so the difference
 between those and the sampled reads, scaled up, goes to the smallest distance.
-A curve covers the reads since it began: since start, TENANT RESETSTAT or a change of
-tenant-mrc-sampling or tenant-mrc-keys.
+A curve begins at start, at TENANT RESETSTAT or at a change of tenant-mrc-sampling or
+tenant-mrc-keys, and ages: each time its reads pass AGE_READS, everything it counted
+weighs half, so it follows the tenant's recent traffic.
 """
 import heapq
 import math
@@ -30,6 +31,7 @@ FACTORS = (0.25, 0.5, 1, 2, 4)
 HASH_SPACE = 1 << 64
 BINS_PER_OCTAVE = 32        # a distance is binned to within 2.2 % of itself
 BINS = 64 * BINS_PER_OCTAVE
+AGE_READS = 1 << 22         # a curve's counts weigh half past this many (estimated) reads
 
 
 class ReuseSample:
@@ -116,6 +118,12 @@ class ReuseSample:
             clock -= clock & -clock
         return total
 
+    def age(self, reads_now):
+        """Halve what the sample counted (the tenant has counted reads_now reads)."""
+        self.histogram = [count / 2 for count in self.histogram]
+        self.reads /= 2
+        self.reads_before = reads_now - (reads_now - self.reads_before) / 2
+
     def hit_ratio(self, nbytes, reads_now):
         """The fraction of the tenant's reads an LRU cache of nbytes would have served,
         given how many reads the tenant has counted now."""
@@ -168,11 +176,14 @@ class MissRatioCurves:
                 sample = samples[(address, tenant)] = ReuseSample(self.threshold, max_keys)
                 begun.append((address, tenant))
             sample.reference(key_hash, size, read)
-        if begun:
+        aging = [key for key, sample in samples.items() if sample.reads >= AGE_READS]
+        if begun or aging:
             counts = read_counts()
             for key in begun:
                 # the reads of this first batch are taken to be what its sample says
                 samples[key].reads_before = counts.get(key, 0) - samples[key].reads
+            for key in aging:
+                samples[key].age(counts.get(key, 0))
 
     def forget(self, address, tenant):
         """A tenant slot was dropped: its curve must not carry over to the next one."""
