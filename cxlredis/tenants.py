@@ -537,6 +537,8 @@ class Tenants:
         tenants = {name: record["tenant"] for name, record in records.items()}
         try:
             self._check(tenants)
+            self._check_guarantees({name: record["min"] for name, record in records.items()
+                                    if not record["tenant"].own_arena})
         except ValueError as e:
             raise StartupError(str(e)) from None
         for name, record in records.items():
@@ -552,7 +554,6 @@ class Tenants:
                     self.arenas.set_policy(name, record["policy"])
                 else:
                     self._check_shared_quota(record["quota"])
-                    self._check_guarantees(name, record["min"])
                     if tenant_id is None:
                         tenant_id = self.arena.create_tenant(name, record["quota"], record["policy"])
                     else:
@@ -796,7 +797,7 @@ class Tenants:
                 self.arenas.set_policy(name, settings.get("policy"))
             else:
                 self._check_shared_quota(settings.get("quota", 0))
-                self._check_guarantees(name, settings.get("min", 0))
+                self._check_guarantees({name: settings.get("min", 0)})
                 tenant_id = self.arena.create_tenant(name, settings.get("quota", 0),
                                                      settings.get("policy"))
                 self.arena.set_tenant_guarantee(tenant_id, settings.get("min", 0))
@@ -831,12 +832,12 @@ class Tenants:
         limits = (settings.get("quota", old_limits[0]), settings.get("min", old_limits[1]),
                   settings.get("policy", old_limits[2]))
         try:
-            if not tenant.own_arena:
+            if "quota" in settings and not tenant.own_arena:
                 self._check_shared_quota(limits[0])
-                check_guarantee({"quota": limits[0], "min": limits[1]})
-                self._check_guarantees(name, limits[1])
-            elif "min" in settings:
-                check_guarantee({"arena": "own", "min": limits[1]})
+            if "quota" in settings or "min" in settings:
+                check_guarantee({"quota": limits[0], "min": limits[1], "arena": tenant.arena})
+            if "min" in settings:
+                self._check_guarantees({name: limits[1]})
         except ValueError as e:
             raise CommandError(f"ERR {e}") from None
         old_access = self.tenants[name].arena_group, self.tenants[name].arena_write
@@ -864,15 +865,18 @@ class Tenants:
                              f"bounds every tenant in its arena: raise maxmemory (or arena-size) or "
                              f"lower the QUOTA")
 
-    def _check_guarantees(self, name, guaranteed):
-        """ValueError if tenant `name`'s MIN and the other tenants' guarantees would pass the
-        server's maxmemory: every guarantee must be one the arena can keep at once."""
+    def _check_guarantees(self, mins):
+        """ValueError if the MINs given ({tenant name: bytes}) and the other tenants'
+        guarantees would pass the server's maxmemory: the arena must be able to keep every
+        guarantee at once."""
+        guaranteed = sum(mins.values())
         if not guaranteed:
             return
         limit = self.memory_limit()
-        others = sum(stats["guaranteed"] for stats in self.arena.tenants() if stats["name"] != name)
+        others = sum(stats["guaranteed"] for stats in self.arena.tenants() if stats["name"] not in mins)
         if others + guaranteed > limit:
-            raise ValueError(f"MIN {guaranteed} and the other tenants' guarantees ({others} bytes) "
+            named = f"MIN {guaranteed}" if len(mins) == 1 else f"the MINs declared ({guaranteed} bytes)"
+            raise ValueError(f"{named} and the other tenants' guarantees ({others} bytes) "
                              f"pass the server's maxmemory ({limit} bytes): the arena could not keep "
                              f"them all; raise maxmemory or lower a MIN")
 

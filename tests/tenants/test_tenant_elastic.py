@@ -11,7 +11,7 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import free_port
+from conftest import ServerStartError, free_port
 from tenant_helpers import USERS, as_user, tenant_info, tenant_server
 
 MB = 1 << 20
@@ -140,3 +140,15 @@ def test_min_is_kept_across_restarts_and_written_back(server):
     lines = [line for line in open(server.conf).read().splitlines() if line.startswith("tenant ")]
     assert "tenant team-e min 2mb" in lines
     assert "tenant team-a quota 20mb min 8mb users alice" in lines
+
+
+def test_minimums_that_do_not_fit_together_stop_the_start():
+    server = tenant_server(USERS + ["tenant team-a min 16mb users alice",
+                                    "tenant team-b min 16mb users bob"], maxmemory="24mb")
+    try:
+        with pytest.raises(ServerStartError, match=(
+                r"the MINs declared \(33554432 bytes\) and the other tenants' guarantees \(0 bytes\) "
+                r"pass the server's maxmemory \(25165824 bytes\)")):
+            server.start()
+    finally:
+        server.close()
