@@ -166,3 +166,18 @@ def test_sampling_off_and_changed_at_run_time(server):
         assert float(tenant_info(admin, "team-b")["hit_ratio_at_4x"]) > 0.5
     finally:
         admin.config_set("tenant-mrc-sampling", 1)
+
+
+def test_a_tenant_with_an_arena_of_its_own_has_its_curve():
+    server = tenant_server(USERS + ["tenant team-a quota 4mb arena own users alice"],
+                           tenant_mrc_sampling=1)
+    try:
+        server.start()
+        fill(as_user(server, "alice"), n=50)
+        time.sleep(0.3)
+        info = tenant_info(server.client(), "team-a")
+    finally:
+        server.close()
+    # 50 keys of 8 KiB read three times fit in 1x its 4 MiB: two of three reads hit
+    assert info["mrc_memory"] == 4 << 20 and info["borrowed_bytes"] == 0
+    assert float(info["hit_ratio_at_1x"]) == pytest.approx(2 / 3, abs=1e-3)
