@@ -14,6 +14,9 @@ Sizes are blocks as the quota counts them.
 Fixed size: a tenant's sample holds at most `max_keys` keys. When one more is sampled,
 the key with the largest hash leaves and the tenant's threshold drops to that hash,
 its rate with it, so time and memory per tenant stay bounded whatever its key count.
+Bounded time: when one cron tick brings more than TICK_REFERENCES references, the
+server-wide rate drops in proportion (every sample leaves the keys above it), so the
+cron's share of the event loop stays bounded whatever the load.
 
 Adjusted, as SHARDS_adj: a hot key in (or out of) the sample skews it most at small
 sizes. The arena counts every read (the tenant's hits and misses), so the difference
@@ -32,6 +35,7 @@ HASH_SPACE = 1 << 64
 BINS_PER_OCTAVE = 32        # a distance is binned to within 2.2 % of itself
 BINS = 64 * BINS_PER_OCTAVE
 AGE_READS = 1 << 22         # a curve's counts weigh half past this many (estimated) reads
+TICK_REFERENCES = 8192      # sampled references one cron tick takes; past it the rate drops
 
 
 class ReuseSample:
@@ -91,6 +95,17 @@ class ReuseSample:
         self._add(dropped[0], -dropped[1])
         self.threshold = largest
         return False
+
+    def lower(self, threshold):
+        """Sample only hashes below threshold from now on: the keys above it leave."""
+        if threshold >= self.threshold:
+            return
+        self.threshold = threshold
+        for key_hash in [key_hash for key_hash in self.last if key_hash >= threshold]:
+            clock, size = self.last.pop(key_hash)
+            self._add(clock, -size)
+        self.largest = [-key_hash for key_hash in self.last]
+        heapq.heapify(self.largest)
 
     def _renumber(self):
         """The clock ran out of tree: number the keys' last references 1..n anew."""
@@ -169,6 +184,9 @@ class MissRatioCurves:
         references = take_mrc_references()
         if not references:
             return
+        if len(references) > TICK_REFERENCES:
+            self._lower(self.threshold * TICK_REFERENCES // len(references))
+            references = [ref for ref in references if ref[0] < self.threshold]
         samples, max_keys, begun = self.samples, self.config["tenant-mrc-keys"], []
         for key_hash, size, address, tenant, read in references:
             sample = samples.get((address, tenant))
@@ -185,6 +203,13 @@ class MissRatioCurves:
             for key in aging:
                 samples[key].age(counts.get(key, 0))
 
+    def _lower(self, threshold):
+        """The server-wide rate drops to threshold / 2^64, every sample with it."""
+        self.threshold = max(threshold, 1)
+        mrc_set_threshold(self.threshold)
+        for sample in self.samples.values():
+            sample.lower(self.threshold)
+
     def forget(self, address, tenant):
         """A tenant slot was dropped: its curve must not carry over to the next one."""
         self.samples.pop((address, tenant), None)
@@ -196,6 +221,11 @@ class MissRatioCurves:
         if sample is None or not sample.reads:
             return None
         return {factor: sample.hit_ratio(factor * memory, reads_now) for factor in FACTORS}
+
+    def rate(self, address, tenant):
+        """The share of the tenant's keys its curve samples now, or None without a curve."""
+        sample = self.samples.get((address, tenant))
+        return None if sample is None or not sample.reads else sample.threshold / HASH_SPACE
 
 
 def hit_ratios(stats):

@@ -749,11 +749,12 @@ class Tenants:
 
     def _with_curve(self, arena, stats):
         """stats with its tenant's miss-ratio curve: "mrc_memory", the bytes the curve's
-        factors multiply (the quota, or what the tenant holds without one), and "mrc",
-        None or the hit ratio at each factor."""
+        factors multiply (the quota, or what the tenant holds without one), "mrc", None or
+        the hit ratio at each factor, and "mrc_rate", the share of keys it samples."""
         memory = stats["quota"] or stats["used_bytes"]
         stats["mrc_memory"] = memory
         stats["mrc"] = self.curves.curve(arena.address, stats["id"], memory, _reads(stats))
+        stats["mrc_rate"] = self.curves.rate(arena.address, stats["id"])
         return stats
 
     def read_counts(self):
@@ -963,6 +964,8 @@ class Tenants:
             "bytes_in", "bytes_out")]
         fields += [("borrowed_bytes", stats["borrowed"]), ("reclaimed_bytes", stats["reclaimed"])]
         fields += [("mrc_memory", stats["mrc_memory"])]
+        if stats["mrc_rate"] is not None:
+            fields += [("mrc_sample_rate", f"{stats['mrc_rate']:.6g}")]
         fields += [(f"hit_ratio_at_{factor}x", ratio) for factor, ratio in hit_ratios(stats)]
         fields += [("users", tenant.users), ("shared_read", tenant.shared_read),
                    ("shared_write", tenant.shared_write), ("arena", tenant.arena)]

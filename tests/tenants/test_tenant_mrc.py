@@ -78,8 +78,10 @@ def block_sizes(server, sizes):
     (4, 20000, 100000, 0.04),       # a quarter of the keys
 ])
 def test_the_curve_matches_an_exact_lru_replay(sampling, keys, references, tolerance):
+    # (a cron tick every 20 ms takes each tick's samples before they pass what one tick
+    # takes, past which the rate would drop: tested below)
     server = tenant_server(USERS + ["tenant team-a users alice", "tenant team-b users bob"],
-                           tenant_mrc_sampling=sampling)
+                           tenant_mrc_sampling=sampling, hz=50)
     try:
         server.start()
         stream, sizes = workload(sampling, keys, references)
@@ -181,3 +183,28 @@ def test_a_tenant_with_an_arena_of_its_own_has_its_curve():
     # 50 keys of 8 KiB read three times fit in 1x its 4 MiB: two of three reads hit
     assert info["mrc_memory"] == 4 << 20 and info["borrowed_bytes"] == 0
     assert float(info["hit_ratio_at_1x"]) == pytest.approx(2 / 3, abs=1e-3)
+
+
+def test_a_flood_of_samples_lowers_the_rate_and_the_curve_goes_on():
+    """Every key sampled and far more references in one cron tick than it takes: the rate
+    drops in proportion, so the cron's time stays bounded, and the curve still answers."""
+    server = tenant_server(USERS + ["tenant team-a users alice"], tenant_mrc_sampling=1, hz=1)
+    try:
+        server.start()
+        alice = as_user(server, "alice")
+        keys = [f"k{i}" for i in range(2000)]
+        alice.mset({key: "v" for key in keys})
+        time.sleep(1.2)             # the sets' samples taken, at rate 1
+        pipe = alice.pipeline(transaction=False)
+        for _ in range(20):
+            for key in keys:
+                pipe.get(key)
+        pipe.execute()              # 40,000 reads within one tick (hz 1)
+        time.sleep(1.2)
+        info = tenant_info(server.client(), "team-a")
+    finally:
+        server.close()
+    assert float(info["mrc_sample_rate"]) < 0.5
+    # a loop over every key: an LRU cache smaller than the loop misses every read, one
+    # that holds it several times over hits all but the first round's
+    assert float(info["hit_ratio_at_0.25x"]) == 0 and float(info["hit_ratio_at_4x"]) > 0.9

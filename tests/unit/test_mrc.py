@@ -71,3 +71,16 @@ def test_aging_keeps_the_curve_and_then_follows_new_traffic():
     feed(kept, wide_loop, sizes)
     # the same traffic since; what came before the aging weighs half in one of them
     assert aged.hit_ratio(2_000, reads) < kept.hit_ratio(2_000, reads) - 0.1
+
+
+def test_lowering_the_threshold_drops_the_keys_above_it():
+    sample = ReuseSample(EVERY_KEY, max_keys=64)
+    for key in (10, 20, 30, 40):
+        sample.reference(key, 100, False)
+    sample.lower(25)
+    assert sorted(sample.last) == [10, 20] and sample.threshold == 25
+    assert sample._bytes_after(0) == 200               # the others' bytes left the tree
+    sample.reference(30, 100, True)                    # above it now: not counted
+    assert sample.reads == 0
+    sample.lower(50)                                   # never raised
+    assert sample.threshold == 25
