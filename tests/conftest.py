@@ -424,15 +424,19 @@ class ServerStartError(RuntimeError):
 
 
 _live_processes: dict[int, subprocess.Popen] = {}
+_live_dirs: set[Path] = set()       # server directories not removed yet (ServerProcess.close)
 
 
 @atexit.register
 def _kill_leftovers():
-    # A run interrupted with ^C skips fixture teardown: never leave servers behind.
+    # A run interrupted with ^C skips fixture teardown, and a test whose server never
+    # started may not close it: never leave servers, or their directories, behind.
     for pid, proc in list(_live_processes.items()):
         if proc.poll() is None:
             os.kill(pid, signal.SIGKILL)
             proc.wait()
+    for directory in list(_live_dirs):
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -461,6 +465,7 @@ class ServerProcess:
         # the embedded default puts arenas: a disk's writeback and fsyncs (nodes.conf, the
         # arena's pages) would make the suite's time follow the disk's.
         self.dir = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=TEST_DIR))
+        _live_dirs.add(self.dir)
         self.unixsocket = str(self.dir / "s.sock")
         self.arena_path = str(self.dir / "a.arena") if kind == "cxlredis" else None
         self.log_path = self.dir / "server.log"
@@ -593,6 +598,7 @@ class ServerProcess:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+        _live_dirs.discard(self.dir)
 
     def client(self, protocol: int = 2, **kwargs) -> redis.Redis:
         return redis.Redis(port=self.port, protocol=protocol, **kwargs)
