@@ -63,8 +63,9 @@ log = logging.getLogger("cxlredis")
 INHERIT = "inherit"                 # POLICY inherit: follow the server's maxmemory-policy
 FILE_VERSION = 1
 LIST_SETTINGS = ("users", "shared-read", "shared-write")
-SETTINGS = ("quota", "min", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
+SETTINGS = ("quota", "min", "priority", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
 MEMORY_SETTINGS = {"quota": "no quota", "min": "no guarantee"}      # → what 0 means
+PRIORITY_MAX = (1 << 32) - 1
 ARENAS = ("shared", "own")           # ARENA: the server's arena, or a backing of the tenant's own
 
 
@@ -88,9 +89,10 @@ def check_name(name) -> str:
 
 
 def parse_settings(args) -> dict:
-    """The settings given in `QUOTA q MIN m POLICY p USERS u.. SHARED-READ t.. SHARED-WRITE t..`
-    (keywords in any case and order, each once; a list ends at the next keyword):
-    {"quota": int, "min": int, "policy": name or None, "users": [bytes], "shared-read": [str], ...}.
+    """The settings given in `QUOTA q MIN m PRIORITY n POLICY p USERS u.. SHARED-READ t..
+    SHARED-WRITE t..` (keywords in any case and order, each once; a list ends at the next
+    keyword): {"quota": int, "min": int, "priority": int, "policy": name or None,
+    "users": [bytes], "shared-read": [str], ...}.
     Raises ValueError with the reason."""
     settings = {}
     i = 0
@@ -98,8 +100,8 @@ def parse_settings(args) -> dict:
         word = as_text(args[i]).lower()
         if word not in SETTINGS:
             raise ValueError(f"unknown tenant setting '{as_text(args[i])}' (expected QUOTA, MIN, "
-                             f"POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or "
-                             f"SHARED-WRITE)")
+                             f"PRIORITY, POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ "
+                             f"or SHARED-WRITE)")
         if word in settings:
             raise ValueError(f"{word.upper()} given twice")
         i += 1
@@ -131,6 +133,11 @@ def parse_settings(args) -> dict:
                 raise ValueError(f"invalid ARENA-WRITE '{value}': yes (the group may map the arena "
                                  f"read-write) or no (read-only, the default)")
             settings[word] = value.lower() == "yes"
+        elif word == "priority":
+            if not value.isdigit() or int(value) > PRIORITY_MAX:
+                raise ValueError(f"invalid PRIORITY '{value}': a service class from 0 (the default, "
+                                 f"the first to give borrowed memory back) to {PRIORITY_MAX}")
+            settings[word] = int(value)
         elif word in MEMORY_SETTINGS:
             try:
                 settings[word] = parse_memory(value)
@@ -162,13 +169,16 @@ def parse_directive(args) -> tuple[str, dict]:
 
 
 def check_guarantee(settings):
-    """ValueError if the settings' MIN cannot be: above the QUOTA, or with ARENA own."""
+    """ValueError if the settings' MIN or PRIORITY cannot be: a MIN above the QUOTA, either
+    with ARENA own."""
     guaranteed = settings.get("min", 0)
+    if settings.get("arena") == "own":
+        for word in ("min", "priority"):
+            if settings.get(word, 0):
+                raise ValueError(f"{word.upper()} is for tenants in the server's arena: a tenant "
+                                 f"with ARENA own has its whole arena to itself")
     if not guaranteed:
         return
-    if settings.get("arena") == "own":
-        raise ValueError("MIN is for tenants in the server's arena: a tenant with ARENA own "
-                         "has its whole arena to itself")
     if settings.get("quota", 0) and guaranteed > settings["quota"]:
         raise ValueError(f"MIN {guaranteed} is above the QUOTA {settings['quota']}: the quota is "
                          f"the most the tenant may hold, borrowing past its guarantee")
@@ -533,7 +543,8 @@ class Tenants:
             tenant = Tenant(name, declared=True)
             tenant.apply(settings)
             records[name] = {"tenant": tenant, "quota": settings.get("quota", 0),
-                             "min": settings.get("min", 0), "policy": settings.get("policy")}
+                             "min": settings.get("min", 0), "priority": settings.get("priority", 0),
+                             "policy": settings.get("policy")}
         tenants = {name: record["tenant"] for name, record in records.items()}
         try:
             self._check(tenants)
@@ -560,6 +571,7 @@ class Tenants:
                         self.arena.set_tenant_quota(tenant_id, record["quota"])
                         self.arena.set_tenant_policy(tenant_id, record["policy"])
                     self.arena.set_tenant_guarantee(tenant_id, record["min"])
+                    self.arena.set_tenant_priority(tenant_id, record["priority"])
             except (ArenaError, TenantError, OutOfMemory, ValueError, OSError) as e:
                 raise StartupError(f"tenant '{name}': {e}") from None
         for stats in self.arena.tenants():
@@ -576,8 +588,8 @@ class Tenants:
                 raise StartupError(f"cannot write the tenants file {self.path}: {e.strerror}") from None
 
     def _read_file(self):
-        """{name: {"tenant": Tenant, "quota": int, "min": int, "policy": name or None}} from
-        tenants-file."""
+        """{name: {"tenant": Tenant, "quota": int, "min": int, "priority": int, "policy": name
+        or None}} from tenants-file."""
         if self.path is None:
             return {}
         try:
@@ -607,7 +619,8 @@ class Tenants:
                                 [check_name(t) for t in entry["shared_write"]], bool(entry["declared"]),
                                 arena, entry.get("arena_group"), bool(entry.get("arena_write")))
                 records[name] = {"tenant": tenant, "quota": int(entry["quota"]),
-                                 "min": int(entry.get("min", 0)), "policy": policy}
+                                 "min": int(entry.get("min", 0)),
+                                 "priority": int(entry.get("priority", 0)), "policy": policy}
         except (KeyError, TypeError, ValueError) as e:
             raise StartupError(f"the tenants file {self.path} is malformed: {e!r}") from None
         return records
@@ -677,6 +690,7 @@ class Tenants:
                 "name": tenant.name,
                 "quota": stats["quota"] if stats else 0,
                 "min": stats["guaranteed"] if stats else 0,
+                "priority": stats["priority"] if stats else 0,
                 "policy": None if stats is None or stats["policy_inherited"] else stats["policy"],
                 "users": [as_text(u) for u in tenant.users],
                 "shared_read": tenant.shared_read,
@@ -802,6 +816,7 @@ class Tenants:
                 tenant_id = self.arena.create_tenant(name, settings.get("quota", 0),
                                                      settings.get("policy"))
                 self.arena.set_tenant_guarantee(tenant_id, settings.get("min", 0))
+                self.arena.set_tenant_priority(tenant_id, settings.get("priority", 0))
         except (ArenaError, TenantError, ValueError) as e:
             raise CommandError(f"ERR {e}") from None
         except OSError as e:
@@ -829,14 +844,16 @@ class Tenants:
         tenants = {**self.tenants, name: tenant}
         self._checked(tenants, name)
         old = self.stats(name)
-        old_limits = (old["quota"], old["guaranteed"], None if old["policy_inherited"] else old["policy"])
+        old_limits = (old["quota"], old["guaranteed"], old["priority"],
+                      None if old["policy_inherited"] else old["policy"])
         limits = (settings.get("quota", old_limits[0]), settings.get("min", old_limits[1]),
-                  settings.get("policy", old_limits[2]))
+                  settings.get("priority", old_limits[2]), settings.get("policy", old_limits[3]))
         try:
             if "quota" in settings and not tenant.own_arena:
                 self._check_shared_quota(limits[0])
-            if "quota" in settings or "min" in settings:
-                check_guarantee({"quota": limits[0], "min": limits[1], "arena": tenant.arena})
+            if "quota" in settings or "min" in settings or "priority" in settings:
+                check_guarantee({"quota": limits[0], "min": limits[1], "priority": limits[2],
+                                 "arena": tenant.arena})
             if "min" in settings:
                 self._check_guarantees({name: limits[1]})
         except ValueError as e:
@@ -881,9 +898,9 @@ class Tenants:
                              f"pass the server's maxmemory ({limit} bytes): the arena could not keep "
                              f"them all; raise maxmemory or lower a MIN")
 
-    def _apply_limits(self, name, tenant, quota, guaranteed, policy):
-        """Quota, guarantee, policy (and, for an own arena, group) of tenant `name`, where
-        they are kept."""
+    def _apply_limits(self, name, tenant, quota, guaranteed, priority, policy):
+        """Quota, guarantee, priority, policy (and, for an own arena, group) of tenant
+        `name`, where they are kept."""
         if tenant.own_arena:
             self.arenas.set_quota(name, quota)
             self.arenas.set_policy(name, policy)
@@ -892,6 +909,7 @@ class Tenants:
             tenant_id = self.tenant_id(name)
             self.arena.set_tenant_quota(tenant_id, quota)
             self.arena.set_tenant_guarantee(tenant_id, guaranteed)
+            self.arena.set_tenant_priority(tenant_id, priority)
             self.arena.set_tenant_policy(tenant_id, policy)
 
     def delete(self, name, current):
@@ -957,7 +975,8 @@ class Tenants:
         else:
             tenant = self.tenants[name]
         fields = [("name", name), ("quota", stats["quota"]), ("guaranteed_bytes", stats["guaranteed"]),
-                  ("policy", stats["policy"]), ("policy_inherited", int(stats["policy_inherited"]))]
+                  ("priority", stats["priority"]), ("policy", stats["policy"]),
+                  ("policy_inherited", int(stats["policy_inherited"]))]
         fields += [(key, stats[key]) for key in (
             "keys", "expires", "used_bytes", "dataset_bytes", "keyspace_hits", "keyspace_misses",
             "evicted_keys", "expired_keys", "rejected_writes", "bytes_written", "commands",
@@ -1011,6 +1030,8 @@ class Tenants:
                 words += ["quota", format_memory(stats["quota"])]
             if stats["guaranteed"]:
                 words += ["min", format_memory(stats["guaranteed"])]
+            if stats["priority"]:
+                words += ["priority", str(stats["priority"])]
             if not stats["policy_inherited"]:
                 words += ["policy", stats["policy"]]
             if tenant.own_arena:

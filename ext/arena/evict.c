@@ -101,7 +101,8 @@ static uint64_t cx_victim(char *base, const cx_cfg *cfg, unsigned tenant, int po
    only when no tenant of the tiers before it has anything its policy lets go:
      1. tenants over their quota, the largest overage first (down to the quota);
      2. tenants borrowing: those without a quota (the default tenant unless it has one)
-        and those with a guarantee holding more than it, the most borrowed first;
+        and those with a guarantee holding more than it, the lowest priority (service
+        class) first, and within one, the most borrowed first;
      3. tenants within their quota that have no guarantee, the fullest (highest
         used/quota) first;
      4. the writer itself.
@@ -113,7 +114,7 @@ static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int writer, int6
     uint64_t tried = 0, m, v;
     for (;;) {
         int best = -1, best_tier = 5;
-        uint64_t best_score = 0, best_used = 0, best_quota = 1;
+        uint64_t best_score = 0, best_used = 0, best_quota = 1, best_priority = 0;
         for (m = cx_tenant_bits(sb) & ~tried; m; m &= m - 1) {
             unsigned i = (unsigned)__builtin_ctzll(m);
             cx_tenant *t = &sb->tenants[i];
@@ -126,8 +127,10 @@ static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int writer, int6
             else if (!t->guaranteed) tier = 3;
             else if ((int)i == writer) tier = 4;
             else continue;
+            uint64_t priority = sb->tmeta[i].priority;
             if (tier != best_tier) better = tier < best_tier;
             else if (tier == 3) better = (__uint128_t)t->used_bytes * best_quota > (__uint128_t)best_used * t->quota;
+            else if (tier == 2 && priority != best_priority) better = priority < best_priority;
             else better = score > best_score;
             if (better) {
                 best = (int)i;
@@ -135,6 +138,7 @@ static uint64_t cx_global_victim(char *base, const cx_cfg *cfg, int writer, int6
                 best_score = score;
                 best_used = t->used_bytes;
                 best_quota = t->quota;
+                best_priority = priority;
             }
         }
         if (best < 0) return 0;

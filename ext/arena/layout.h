@@ -108,7 +108,9 @@ typedef struct {
     uint32_t policy;                  /* 0 = the arena's maxmemory-policy, else policy id + 1 */
     uint32_t name_len;
     char name[64];
-    uint64_t spare[15];
+    uint64_t priority;                /* its service class: of the tenants borrowing memory,
+                                         a lower class gives it back first (0: the lowest) */
+    uint64_t spare[14];
 } cx_tenant_meta;
 
 /* Per-db key counters of a tenant other than 0 (tenant 0 uses the superblock's):

@@ -111,6 +111,7 @@ cdef extern from "arena/layout.h":
         uint32_t policy
         uint32_t name_len
         char name[64]
+        uint64_t priority
 
     ctypedef struct cx_dbtab:
         uint64_t size_state
@@ -2197,6 +2198,12 @@ cdef class Arena(Keyspace):
             raise ValueError("a tenant guarantee must be >= 0")
         CX_SB(self.base).tenants[t].guaranteed = guaranteed
 
+    def set_tenant_priority(self, int tenant_id, uint64_t priority):
+        """The tenant's service class: of the tenants borrowing memory (past their
+        guarantee, or with neither a guarantee nor a quota), a lower class gives it back
+        first; 0, the default, is the lowest."""
+        CX_SB(self.base).tmeta[existing_tenant(self, tenant_id)].priority = priority
+
     def set_tenant_policy(self, int tenant_id, policy):
         """The tenant's own maxmemory-policy, or None to follow the arena's. The default
         tenant always follows the arena's (Arena.policy)."""
@@ -2404,6 +2411,7 @@ cdef dict tenant_dict(Arena a, unsigned t):
         "guaranteed": s.guaranteed,
         "borrowed": borrowed_bytes(s),
         "reclaimed": s.reclaimed,
+        "priority": m.priority,
         "policy": POLICY_NAMES[tenant_policy(a, t)],
         "policy_inherited": m.policy == 0,
         "keys": s.keys,

@@ -676,6 +676,13 @@ static void test_eviction_spares_pinned_and_noeviction_tenants(void) {
     free_arena(base);
 }
 
+/* tenants 1, 2 and 3, named so, with no quota and the arena's policy */
+static void three_tenants(char *base, const cx_cfg *cfg, int64_t t0, const char *names[3]) {
+    for (unsigned t = 1; t <= 3; t++)
+        CHECK(cx_tenant_create(base, t, (const uint8_t *)names[t - 1], (uint32_t)strlen(names[t - 1]),
+                               0, 0, cfg, t0));
+}
+
 /* Guarantees (MIN): a tenant past its guarantee borrows, up to its quota, and gives the
    borrowed memory back first, counted as reclaimed when another tenant writes within its
    own guarantee; a tenant within its guarantee loses nothing to another's write. */
@@ -686,9 +693,7 @@ static void test_guarantees_and_borrowed_memory(void) {
     int64_t t0 = cx_now_ms() - 100000;
     char value[4 * KIB], key[32];
     memset(value, 'w', sizeof value);
-    CHECK(cx_tenant_create(base, 1, (const uint8_t *)"lender", 6, 0, 0, &cfg, t0));
-    CHECK(cx_tenant_create(base, 2, (const uint8_t *)"borrower", 8, 0, 0, &cfg, t0));
-    CHECK(cx_tenant_create(base, 3, (const uint8_t *)"besteffort", 10, 0, 0, &cfg, t0));
+    three_tenants(base, &cfg, t0, (const char *[]){"lender", "borrower", "besteffort"});
     uint64_t block = fill(base, &cfg, 2, 40, t0);              /* memory idle: it borrows 30 */
     sb->tenants[1].guaranteed = 20 * block;
     sb->tenants[2].guaranteed = 10 * block;
@@ -728,6 +733,31 @@ static void test_guarantees_and_borrowed_memory(void) {
     static char big[64 * KIB];
     CHECK_EQ(put_at(base, &cfg, 3, 0, "t3-big", big, sizeof big, -1, t0 + 300, 0), 0);
     CHECK_EQ(sb->evicted, evicted);
+    free_arena(base);
+}
+
+/* Of the tenants borrowing, a lower service class (priority) gives memory back first,
+   however little it borrows; within one class, the most borrowed first. */
+static void test_borrowers_give_back_by_priority(void) {
+    char *base = new_arena();
+    cx_super *sb = CX_SB(base);
+    cx_cfg cfg = settings(CX_ALLKEYS_LRU);
+    int64_t t0 = cx_now_ms() - 100000;
+    char value[4 * KIB], key[32];
+    memset(value, 'w', sizeof value);
+    three_tenants(base, &cfg, t0, (const char *[]){"gold", "bronze", "writer"});
+    uint64_t block = fill(base, &cfg, 1, 8, t0);
+    fill(base, &cfg, 2, 4, t0 + 100);
+    sb->tenants[1].guaranteed = sb->tenants[2].guaranteed = 2 * block;   /* borrowing 6 and 2 */
+    sb->tenants[3].guaranteed = 10 * block;
+    sb->tmeta[1].priority = 5;
+    cfg.maxmemory = sb->heap_used;
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "t3-%02d", i);
+        CHECK(put_at(base, &cfg, 3, 0, key, value, sizeof value, -1, t0 + 200 + i, 0) != 0);
+    }
+    CHECK(sb->tenants[2].keys == 2 && sb->tenants[1].keys == 6);       /* bronze went first */
+    CHECK(sb->tenants[2].reclaimed == 2 * block && sb->tenants[1].reclaimed == 2 * block);
     free_arena(base);
 }
 
@@ -1225,6 +1255,7 @@ int main(int argc, char **argv) {
     RUN(test_lru_order);
     RUN(test_sampled_references);
     RUN(test_guarantees_and_borrowed_memory);
+    RUN(test_borrowers_give_back_by_priority);
     RUN(test_victims_within_a_tenant);
     RUN(test_eviction_tiers_across_tenants);
     RUN(test_eviction_spares_pinned_and_noeviction_tenants);

@@ -409,7 +409,8 @@ def test_tenants_secret_and_restart_on_change():
     assert tenant_lines == [
         "tenant common users publisher",
         "tenant team-a quota 512mb policy allkeys-lru users alice shared-read common",
-        "tenant team-b quota 256mb min 128mb users bob dashboard shared-read common shared-write common"]
+        "tenant team-b quota 256mb min 128mb priority 2 users bob dashboard shared-read common "
+        "shared-write common"]
 
 
 def test_existing_secret():

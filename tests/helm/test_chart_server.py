@@ -135,8 +135,8 @@ def test_users_and_tenants_load_as_declared(tmp_path, external):
     assert config.tenants == (
         ("common", "users", "publisher"),
         ("team-a", "quota", "512mb", "policy", "allkeys-lru", "users", "alice", "shared-read", "common"),
-        ("team-b", "quota", "256mb", "min", "128mb", "users", "bob", "dashboard", "shared-read",
-         "common", "shared-write", "common"),
+        ("team-b", "quota", "256mb", "min", "128mb", "priority", "2", "users", "bob", "dashboard",
+         "shared-read", "common", "shared-write", "common"),
     )
 
 
@@ -260,7 +260,8 @@ def test_tenants_and_options_take_effect(live):
         assert int(info["quota"]) == 512 * MB
         info = admin.execute_command("TENANT", "INFO", "team-b")
         info = dict(zip(info[::2], info[1::2])) if isinstance(info, list) else info
-        assert (int(info["quota"]), int(info["guaranteed_bytes"])) == (256 * MB, 128 * MB)
+        assert (int(info["quota"]), int(info["guaranteed_bytes"]), int(info["priority"])) == (
+            256 * MB, 128 * MB, 2)
     finally:
         admin.close()
     shm = live("shm")

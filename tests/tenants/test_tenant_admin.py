@@ -42,7 +42,8 @@ def test_create_info_set_resetstat_delete(server, admin):
     carol.get("nothing")
     info = tenant_info(server.client(), "lab")
     assert info == {
-        "name": "lab", "quota": 3 * 1024 * 1024, "guaranteed_bytes": 0, "policy": "allkeys-lfu",
+        "name": "lab", "quota": 3 * 1024 * 1024, "guaranteed_bytes": 0, "priority": 0,
+        "policy": "allkeys-lfu",
         "policy_inherited": 0, "keys": 1, "expires": 0, "used_bytes": info["used_bytes"],
         "dataset_bytes": 2, "keyspace_hits": 1, "keyspace_misses": 1, "evicted_keys": 0,
         "expired_keys": 0, "rejected_writes": 0, "bytes_written": 1, "commands": info["commands"],
@@ -53,7 +54,7 @@ def test_create_info_set_resetstat_delete(server, admin):
     # RESP3: a map, lists as arrays
     with raw_connection(server.port) as conn:
         conn.request("HELLO", "3")
-        assert conn.request("TENANT", "INFO", "lab").startswith(b"%25\r\n$4\r\nname\r\n$3\r\nlab\r\n")
+        assert conn.request("TENANT", "INFO", "lab").startswith(b"%26\r\n$4\r\nname\r\n$3\r\nlab\r\n")
 
     assert admin.request("TENANT", "SET", "lab", "QUOTA", "0", "POLICY", "inherit",
                          "SHARED-READ") == b"+OK\r\n"
@@ -112,7 +113,7 @@ def test_management_is_for_administrators(server, admin):
             assert alice.request("TENANT", *args) == (
                 f"-ERR TENANT {args[0]} is for administrators: this connection belongs to "
                 f"tenant 'team-a'\r\n").encode()
-        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*50\r\n$4\r\nname\r\n")
+        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*52\r\n$4\r\nname\r\n")
     admin.request("ACL", "SETUSER", "viewer", "on", "nopass", "~*", "+@read", "+@connection")
     with login(server, "viewer") as viewer:       # no tenant, but no @admin either
         assert viewer.request("TENANT", "CREATE", "x") == (
@@ -134,8 +135,18 @@ ERRORS = [
      "ERR invalid POLICY 'lru': one of noeviction, allkeys-lru, volatile-lru, allkeys-random, "
      "volatile-random, volatile-ttl, allkeys-lfu, volatile-lfu, or inherit (the server's "
      "maxmemory-policy)"),
-    (("CREATE", "n", "SIZE", "1"), "ERR unknown tenant setting 'SIZE' (expected QUOTA, MIN, POLICY, "
-                                   "ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE)"),
+    (("CREATE", "n", "SIZE", "1"), "ERR unknown tenant setting 'SIZE' (expected QUOTA, MIN, PRIORITY, "
+                                   "POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or "
+                                   "SHARED-WRITE)"),
+    (("CREATE", "n", "PRIORITY", "-1"),
+     "ERR invalid PRIORITY '-1': a service class from 0 (the default, the first to give borrowed "
+     "memory back) to 4294967295"),
+    (("CREATE", "n", "PRIORITY", "4294967296"),
+     "ERR invalid PRIORITY '4294967296': a service class from 0 (the default, the first to give "
+     "borrowed memory back) to 4294967295"),
+    (("CREATE", "n", "QUOTA", "4mb", "PRIORITY", "1", "ARENA", "own"),
+     "ERR PRIORITY is for tenants in the server's arena: a tenant with ARENA own has its whole arena "
+     "to itself"),
     (("CREATE", "n", "MIN", "lots"),
      "ERR invalid MIN 'lots': a number of bytes, optionally with a unit (kb, mb, gb); 0 means no guarantee"),
     (("CREATE", "n", "QUOTA", "1mb", "MIN", "2mb"),

@@ -1,8 +1,9 @@
 """Elastic tenant memory: a guaranteed minimum (MIN) and a burst maximum (QUOTA). A tenant
 borrows idle memory past its minimum, up to its quota; when another tenant needs its
 guaranteed share, the borrowed memory is taken back at once from the borrower's least
-recent entries (counted as reclaimed), never the lender's; and a tenant within its
-minimum never loses an entry to another tenant's writes, however the load moves."""
+recent entries (counted as reclaimed), never the lender's, the borrowers of the lowest
+PRIORITY first; and a tenant within its minimum never loses an entry to another tenant's
+writes, however the load moves."""
 import threading
 import time
 import urllib.request
@@ -130,15 +131,16 @@ def test_a_tenant_within_its_minimum_never_loses_an_entry_as_load_moves(server):
     assert tenant_info(admin, "team-c")["evicted_keys"] > 0     # the pressure was real
 
 
-def test_min_is_kept_across_restarts_and_written_back(server):
+def test_min_and_priority_are_kept_across_restarts_and_written_back(server):
     admin = server.client()
-    assert admin.execute_command("TENANT", "CREATE", "team-e", "MIN", "2mb") == b"OK"
+    assert admin.execute_command("TENANT", "CREATE", "team-e", "MIN", "2mb", "PRIORITY", "3") == b"OK"
     server.restart()
     admin = server.client()
-    assert tenant_info(admin, "team-e")["guaranteed_bytes"] == 2 * MB      # (the tenants file)
+    info = tenant_info(admin, "team-e")                                     # (the tenants file)
+    assert (info["guaranteed_bytes"], info["priority"]) == (2 * MB, 3)
     admin.execute_command("CONFIG", "REWRITE")
     lines = [line for line in open(server.conf).read().splitlines() if line.startswith("tenant ")]
-    assert "tenant team-e min 2mb" in lines
+    assert "tenant team-e min 2mb priority 3" in lines
     assert "tenant team-a quota 20mb min 8mb users alice" in lines
 
 
@@ -152,3 +154,15 @@ def test_minimums_that_do_not_fit_together_stop_the_start():
             server.start()
     finally:
         server.close()
+
+
+def test_the_lower_priority_borrower_gives_back_first(server):
+    admin, alice, bob, carol = (server.client(), as_user(server, "alice"), as_user(server, "bob"),
+                                as_user(server, "carol"))
+    admin.execute_command("TENANT", "SET", "team-a", "PRIORITY", "1")
+    write(alice, "a", 13 * MB)          # borrows 5 MiB past its 8 MiB, class 1
+    write(carol, "c", 3 * MB)           # best effort: borrows all it holds, class 0
+    write(bob, "b", 8 * MB)             # its guarantee: past the 24 MiB maxmemory
+    a, c = tenant_info(admin, "team-a"), tenant_info(admin, "team-c")
+    # team-c borrows less but is of the lower class: it gives everything asked
+    assert c["reclaimed_bytes"] > 0 and a["reclaimed_bytes"] == 0 and a["evicted_keys"] == 0
