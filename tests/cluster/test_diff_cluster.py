@@ -213,11 +213,15 @@ class Pair:
 
     def settle(self):
         """Wait until, in each cluster, every node is ok and agrees on the slots and on
-        every node's config epoch (gossip carries what one node changed to the others)."""
+        every node's config epoch (gossip carries what one node changed to the others),
+        and has its two links, to and from, with every other node (a peer connects in
+        when its own cron gets to it)."""
         for side in self.sides:
             wait_until_stable(side.nodes)
             wait_for(lambda: len({_epochs(n) for n in side.nodes}) == 1,
                      f"the {side.kind} nodes to agree on the epochs")
+            wait_for(lambda: all(_links(n) == 2 * (len(side.nodes) - 1) for n in side.nodes),
+                     f"the {side.kind} nodes to link both ways")
 
 
 def _b(arg):
@@ -227,6 +231,11 @@ def _b(arg):
 def _show(step):
     return " ".join(repr(a) if isinstance(a, Id) else _b(a).decode("latin-1")[:60]
                     for a in step)
+
+
+def _links(node):
+    with node.client() as client:
+        return len(client.execute_command("CLUSTER", "LINKS"))
 
 
 def _epochs(node):

@@ -206,5 +206,6 @@ def test_a_flood_of_samples_lowers_the_rate_and_the_curve_goes_on():
         server.close()
     assert float(info["mrc_sample_rate"]) < 0.5
     # a loop over every key: an LRU cache smaller than the loop misses every read, one
-    # that holds it several times over hits all but the first round's
-    assert float(info["hit_ratio_at_0.25x"]) == 0 and float(info["hit_ratio_at_4x"]) > 0.9
+    # that holds it several times over hits all but the first round's (the sampling
+    # leaves a few points of noise)
+    assert float(info["hit_ratio_at_0.25x"]) < 0.1 and float(info["hit_ratio_at_4x"]) > 0.9
