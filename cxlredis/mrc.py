@@ -180,7 +180,7 @@ class MissRatioCurves:
     def feed(self, read_counts):
         """Take the references the arena sampled since the last call (the cron's step);
         read_counts(): {(arena address, tenant slot): the tenant's reads}, asked when a
-        sample begins."""
+        sample begins or ages."""
         references = take_mrc_references()
         if not references:
             return

@@ -134,7 +134,8 @@ def parse_settings(args) -> dict:
                                  f"read-write) or no (read-only, the default)")
             settings[word] = value.lower() == "yes"
         elif word == "priority":
-            if not value.isdigit() or int(value) > PRIORITY_MAX:
+            # ASCII digits only: str.isdigit() also takes '²' and '١'
+            if not (value.isascii() and value.isdigit()) or int(value) > PRIORITY_MAX:
                 raise ValueError(f"invalid PRIORITY '{value}': a service class from 0 (the default, "
                                  f"the first to give borrowed memory back) to {PRIORITY_MAX}")
             settings[word] = int(value)

@@ -190,3 +190,21 @@ def test_local_client_prefix_and_prefix_get(server, r, mapped):
     stats = r.info("commandstats")
     assert stats["cmdstat_cxl|prefix"]["calls"] == 2      # one command per call, none for []
     assert f"cmdstat_cxl|{'prefixref' if mapped else 'prefixget'}" in stats
+
+
+def test_boundary_keys_and_a_huge_prompt(server, r):
+    """Empty and binary keys, a key of 512 KiB, and 100,000 keys in one command: exact
+    answers, and the server answers PING after each."""
+    odd = [b"", b"\x00", b"\xff\x00\r\n$-1\r\n", b"k" * (512 << 10)]
+    for key in odd:
+        r.set(key, key + b"!")
+    assert prefix(r, *odd) == 4 and prefix_get(r, *odd) == [key + b"!" for key in odd]
+    assert r.ping()
+    many = [b"m%d" % i for i in range(100_000)]
+    r.mset({key: b"" for key in many[:99_999]})
+    assert prefix(r, *many) == 99_999 and prefix(r, *many[::-1]) == 0
+    assert len(prefix_get(r, *many)) == 99_999
+    refs = r.execute_command("CXL", "PREFIXREF", *many[:5_000])
+    assert len(refs) == 5_000
+    assert r.execute_command("CXL", "RELEASE", *(ref[3] for ref in refs)) == 5_000
+    assert r.ping()

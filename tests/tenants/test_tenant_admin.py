@@ -141,6 +141,9 @@ ERRORS = [
     (("CREATE", "n", "PRIORITY", "-1"),
      "ERR invalid PRIORITY '-1': a service class from 0 (the default, the first to give borrowed "
      "memory back) to 4294967295"),
+    *[(("CREATE", "n", "PRIORITY", text),
+       f"ERR invalid PRIORITY '{text}': a service class from 0 (the default, the first to give "
+       f"borrowed memory back) to 4294967295") for text in ("", "²", "١", "1.5", "+1", "0x1", " 1")],
     (("CREATE", "n", "PRIORITY", "4294967296"),
      "ERR invalid PRIORITY '4294967296': a service class from 0 (the default, the first to give "
      "borrowed memory back) to 4294967295"),
@@ -149,6 +152,12 @@ ERRORS = [
      "to itself"),
     (("CREATE", "n", "MIN", "lots"),
      "ERR invalid MIN 'lots': a number of bytes, optionally with a unit (kb, mb, gb); 0 means no guarantee"),
+    *[(("CREATE", "n", "MIN", text),
+       f"ERR invalid MIN '{text}': a number of bytes, optionally with a unit (kb, mb, gb); 0 means "
+       f"no guarantee") for text in ("-1", "99999999999999999999", "1.5mb")],
+    (("CREATE", "n", "MIN", "9223372036854775807"),
+     "ERR MIN 9223372036854775807 and the other tenants' guarantees (0 bytes) pass the server's "
+     "maxmemory (67108864 bytes): the arena could not keep them all; raise maxmemory or lower a MIN"),
     (("CREATE", "n", "QUOTA", "1mb", "MIN", "2mb"),
      "ERR MIN 2097152 is above the QUOTA 1048576: the quota is the most the tenant may hold, borrowing "
      "past its guarantee"),

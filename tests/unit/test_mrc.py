@@ -84,3 +84,36 @@ def test_lowering_the_threshold_drops_the_keys_above_it():
     assert sample.reads == 0
     sample.lower(50)                                   # never raised
     assert sample.threshold == 25
+
+
+def test_the_cron_feeds_samples_from_the_arena_and_ages_them(tmp_path, monkeypatch):
+    """MissRatioCurves over a real arena: lookups are sampled in C, fed per tenant slot,
+    and a curve past AGE_READS weighs half what it counted."""
+    import cxlredis.mrc as mrc
+    from cxlredis._store import Arena
+    from cxlredis.config import Config
+
+    arena = Arena(str(tmp_path / "mrc.arena"), 32 << 20)
+    config = Config.load(["--tenant-mrc-sampling", "1"], environ={})
+    curves = mrc.MissRatioCurves(config)
+    try:
+        for i in range(10):
+            arena.set(0, b"k%d" % i, b"v" * 100)
+        for _ in range(3):
+            for i in range(10):
+                assert arena.find(0, b"k%d" % i) is not None
+        counts = {(arena.address, 0): 30}
+        curves.feed(lambda: counts)
+        key = (arena.address, 0)
+        assert curves.samples[key].reads == 30 and len(curves.samples[key].last) == 10
+        assert curves.curve(arena.address, 0, 10_000, 30)[1] == pytest.approx(1.0)
+        monkeypatch.setattr(mrc, "AGE_READS", 40)
+        for i in range(10):
+            arena.find(0, b"k%d" % i)
+        counts[key] = 40
+        curves.feed(lambda: counts)
+        assert curves.samples[key].reads == 20          # 40, halved
+        assert curves.curve(arena.address, 0, 10_000, 40)[1] == pytest.approx(1.0)
+    finally:
+        mrc.mrc_set_threshold(0)        # (the process's sampling: off for the next test)
+        arena.close()
