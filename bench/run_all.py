@@ -15,6 +15,7 @@ import traceback
 
 import blobs
 import client_ceiling
+import disk_tier
 import first_fill
 import growth
 import hitratio
@@ -39,6 +40,7 @@ BENCHMARKS = {
     "hitratio": hitratio.run,
     "first_fill": first_fill.run,
     "growth": growth.run,
+    "disk_tier": disk_tier.run,
 }
 
 

@@ -844,6 +844,15 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
      "Most sampled keys one tenant's miss-ratio curve follows; past it, the tenant's sampling "
      "rate drops, so the cost per tenant stays bounded. A change starts the curves anew.",
      "tenants"),
+    ("disk-tier-dir", String(), "", IMMUTABLE,
+     "Directory of the disk tier under the arena (relative to dir): entries the arena evicts "
+     "are written there and brought back on their next use. Empty: no disk tier.", "arena"),
+    ("disk-tier-size", Memory(8 * MB, LLONG_MAX), 1024 * MB, IMMUTABLE,
+     "The disk tier's budget: bytes its segment files may take; the oldest records go first.",
+     "arena"),
+    ("disk-tier-promote", Bool(), True, MUTABLE,
+     "A key brought back from the disk tier stays in the arena (yes), or leaves it again after "
+     "the command, keeping its copy on disk, unless the command changed it (no).", "arena"),
 
     ("cluster-enabled", Bool(), False, IMMUTABLE,
      "Run as a Redis Cluster node: slots, redirects and the cluster bus (docs/cluster.md).",

@@ -85,6 +85,7 @@ class Client(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc):
         self.closing = True
+        self.session.closed = True      # a disk tier read for its command unpins what it brought back
         self.release_reservations()
         services, session = self.services, self.session
         services.leases.disown(session)     # its CXL leases run to their expiry
@@ -244,7 +245,8 @@ class Client(asyncio.BufferedProtocol):
         changed = [] if tracking.sessions else None
         ran = serve_fast(self.parser, session.reply, store, store.arena, session.db, fast,
                          monitoring.watch_from_us, output_budget,
-                         cluster.serve_here if cluster is not None else None, changed)
+                         cluster.serve_here if cluster is not None else None, changed,
+                         services.disk_tier is not None)
         if changed:
             # told now, while the replies of the commands that changed them still wait here
             tracking.fast_writes(store, changed, session)

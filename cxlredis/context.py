@@ -34,7 +34,7 @@ class Services(Parts):
                  "notifications", "tracking", "scripts", "clients", "watchers", "cluster", "migrate_links", "version",
                  "persistence", "blocked",
                  "info", "memory_report", "check_arenas", "release_memory", "reset_stats", "request_shutdown",
-                 "check_shutdown_allowed", "privatize_arenas")
+                 "check_shutdown_allowed", "privatize_arenas", "disk_tier")
 
 
 class CallContext:
@@ -52,7 +52,8 @@ class CallContext:
                  "watched", "watch_dirty", "reply_mode", "no_evict", "last_command", "user",
                  "authenticated", "tenant", "monitoring", "close_after_command", "dispatch_queued",
                  "asking", "readonly", "subscriptions", "subscribed", "tracking", "suspended", "resume",
-                 "blocked", "postponed", "in_script", "lua_debug", "socket_fd", "handed_over")
+                 "blocked", "postponed", "in_script", "lua_debug", "socket_fd", "handed_over", "closed",
+                 "disk_pins")
 
     def __init__(self, services, reply, store, created, dispatch_queued):
         self.services = services
@@ -89,6 +90,10 @@ class CallContext:
         self.resume = None           # the connection's: go on with its input once the script ended
         self.blocked = None          # suspended by blocked.py: CLIENT PAUSE holds its command, or WAIT
         self.postponed = None        # the command CLIENT PAUSE holds, dispatched again when it ends
+                                     # (or one held while its keys come back from the disk tier)
+        self.disk_pins = None        # what the disk tier brought back for the command being
+                                     # dispatched again, pinned until it has run (DiskTier.done)
+        self.closed = False          # its connection is gone
         self.in_script = False       # the session a script's redis.call runs in
         self.lua_debug = None        # SCRIPT DEBUG's mode: the next EVAL is debugged (ldb.py)
         self.socket_fd = -1          # the connection's socket, which a debugging session reads

@@ -7,12 +7,15 @@ CLUSTERDOWN; cluster mode only) → -BUSY while a script runs past busy-reply-th
 (but for allow_busy commands) → evictions (back under maxmemory; -OOM for a denyoom
 command when nothing more can go; none while clients are paused) → MONITOR and RESP2
 Pub/Sub restrictions → CLIENT PAUSE (the command is held until the pause ends, then
-dispatched again: blocked.py) → MULTI queueing → handler, timed, with
+dispatched again: blocked.py) → MULTI queueing → the disk tier (a command whose keys,
+or an EXEC whose queued commands' keys, have copies on disk is held while they come
+back, then dispatched again: disktier.py) → handler, timed, with
 per-command calls/usec/rejected/failed counters and per-prefix error counters
 (INFO commandstats / errorstats). A write that still finds no room raises
 OutOfMemory from the arena, answered as -OOM. A command that succeeded and is
 a security event (CONFIG SET, FLUSHALL, ...) goes to the audit log.
 """
+import asyncio
 import logging
 import time
 
@@ -39,6 +42,15 @@ ALLOWED_SUBSCRIBED = frozenset(("ping", "subscribe", "ssubscribe", "psubscribe",
 
 def dispatch(c, argv):
     """Run one command of session c (a context.CallContext), Redis's checks first."""
+    try:
+        _dispatch(c, argv)
+    finally:
+        if c.disk_pins is not None:
+            staged, c.disk_pins = c.disk_pins, None
+            c.services.disk_tier.done(staged)   # what the disk tier brought back for it has served
+
+
+def _dispatch(c, argv):
     spec, error = lookup(argv)
     # What CLIENT LIST shows as cmd: the command looked up, even if refused or queued
     # (EXEC, not what EXEC ran); NULL after an unknown one, as in Redis.
@@ -103,7 +115,45 @@ def dispatch(c, argv):
             c.multi.append(argv)
         c.reply.simple("QUEUED")
         return
+    tier = c.services.disk_tier
+    if tier is not None and c.disk_pins is None and hold_for_disk(c, tier, spec, argv):
+        return
     call(c, spec, argv)
+
+
+def hold_for_disk(c, tier, spec, argv):
+    """Hold c's command while the copies its keys have in the disk tier are read back
+    (an EXEC's: those of the commands it runs); False if it has none there."""
+    commands = [(lookup(queued)[0], queued) for queued in c.multi] if spec.name == "exec" and c.multi else [
+        (spec, argv)]
+    keys = [args[index] for command, args in commands for index, _ in key_arguments(command, args)]
+    wanted = tier.waiting(c.store, c.db, keys) if keys else None
+    if not wanted:
+        return False
+    c.postponed = argv
+    c.suspended = True
+    records = list({record.identity: record for _, record in wanted}.values())
+    task = asyncio.get_running_loop().create_task(_back_from_disk(c, tier, records, spec.name == "watch"))
+    _BRINGING_BACK.add(task)
+    task.add_done_callback(_BRINGING_BACK.discard)
+    return True
+
+
+_BRINGING_BACK = set()      # the tasks reading for held commands (the loop keeps weak references)
+
+
+async def _back_from_disk(c, tier, records, keep):
+    staged = []
+    try:
+        staged = await tier.bring_back(c.store, c.db, records, keep)
+    except Exception:   # a failed read leaves the keys on disk: the command runs without them
+        log.exception("Error reading from the disk tier")
+    c.suspended = False
+    if c.closed:
+        tier.done(staged)
+    else:
+        c.disk_pins = staged
+        c.resume()          # the command again, with every check, then the rest of its input
 
 
 def may_replicate(c, spec, argv):
@@ -233,6 +283,9 @@ def call(c, spec, argv):
     # client-side caching: the generations of tracked keys a write may change
     tracked = (tracking.before_write(c, key_names(spec, argv))
                if tracking.sessions and "write" in spec.flags else None)
+    if c.services.disk_tier is not None and "write" in spec.flags:
+        # copies that could not come back (no room) go, or the old value would return later
+        c.services.disk_tier.drop_keys(c.store, c.db, key_names(spec, argv))
     start = time.perf_counter_ns()
     try:
         if c.reply_mode == "on":

@@ -22,7 +22,7 @@ from .pubsub import CHANNELS, PATTERNS, SHARD_CHANNELS
 # Redis 7.0's order (INFO lists sections in it whatever order they were asked in), ours last.
 ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
                 "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace",
-                "arena", "tenants")
+                "arena", "disktier", "tenants")
 DEFAULT_SECTIONS = tuple(n for n in ALL_SECTIONS
                          if n not in ("commandstats", "latencystats", "tenants"))
 # Per-command latency buckets (Stats.commands): bucket i counts calls under 2**i µs; the last
@@ -55,11 +55,11 @@ class Sources(Parts):
     """What INFO and the Prometheus exporter read, handed over by the composition root:
     process (Process), config, stats (the command counters), clients, arenas
     (arenas.Arenas), leases, tenants, cluster (None outside cluster mode), pubsub,
-    tracking, persistence (persistence.Persistence), blocked (blocked.Blocked) and
-    scripts (scripting.Scripts)."""
+    tracking, persistence (persistence.Persistence), blocked (blocked.Blocked),
+    scripts (scripting.Scripts) and disk_tier (disktier.DiskTier, or None)."""
 
     __slots__ = ("process", "config", "stats", "clients", "arenas", "leases", "tenants", "cluster",
-                 "pubsub", "tracking", "persistence", "blocked", "scripts")
+                 "pubsub", "tracking", "persistence", "blocked", "scripts", "disk_tier")
 
 
 def info(sources, requested, client=None):
@@ -297,6 +297,13 @@ def _arena(s):
     return lines + s.leases.info_lines()
 
 
+def _disktier(s):
+    if s.disk_tier is None:
+        return [("disk_tier_enabled", 0)]
+    s.disk_tier.settle()        # (on the loop: what was written since the last command counts)
+    return [("disk_tier_enabled", 1), ("disk_tier_dir", s.disk_tier.directory)] + list(s.disk_tier.stats().items())
+
+
 def _tenants(s, client):
     return s.tenants.info_lines(client.tenant if client is not None else None)
 
@@ -315,7 +322,7 @@ SECTIONS = {
     "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": lambda s: [],
     "errorstats": _errorstats, "cluster": lambda s: [("cluster_enabled", int(s.cluster is not None))],
     "keyspace": _keyspace, "commandstats": _commandstats, "latencystats": _latencystats,
-    "arena": _arena, "tenants": _tenants,
+    "arena": _arena, "disktier": _disktier, "tenants": _tenants,
 }
 
 

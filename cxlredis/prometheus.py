@@ -44,6 +44,26 @@ _TENANT_METRICS = (
 )
 
 
+# The disk tier's metrics (disktier.DiskTier.stats), as (field, is a counter, help).
+DISK_TIER_METRICS = (
+    ("disk_tier_keys", False, "Keys whose only copy is in the disk tier."),
+    ("disk_tier_bytes", False, "Value bytes of those copies."),
+    ("disk_tier_file_bytes", False, "Bytes the disk tier's segment files take (what its budget counts)."),
+    ("disk_tier_budget", False, "The disk tier's budget in bytes (disk-tier-size)."),
+    ("disk_tier_hits", True, "Keys brought back from the disk tier for a command."),
+    ("disk_tier_hit_bytes", True, "Value bytes brought back from the disk tier."),
+    ("disk_tier_reads", True, "Reads of the disk tier."),
+    ("disk_tier_read_usec", True, "Microseconds those reads took, summed."),
+    ("disk_tier_written", True, "Entries evicted from the arena and written to the disk tier."),
+    ("disk_tier_written_bytes", True, "Value bytes written to the disk tier."),
+    ("disk_tier_not_written", True,
+     "Evicted entries not written: collections, expired, too large, or no segment ready."),
+    ("disk_tier_write_errors", True, "Writes to the disk tier that failed (e.g. a full file system)."),
+    ("disk_tier_bad_records", True, "Records dropped on read because they failed their checksum."),
+    ("disk_tier_dropped_for_budget", True, "Records dropped to keep the disk tier within its budget."),
+)
+
+
 class ServerCollector:
     """Builds every metric family at scrape time from the counters INFO reads (metrics.Sources)."""
 
@@ -56,7 +76,15 @@ class ServerCollector:
         yield from self._commands(sources.stats)
         yield from self._server(sources, arena)
         yield from self._arena(sources, arena)
+        if sources.disk_tier is not None:
+            yield from self._disk_tier(sources.disk_tier.stats())
         yield from self._tenants(sources.tenants)
+
+    @staticmethod
+    def _disk_tier(stats):
+        for field, counter, help_text in DISK_TIER_METRICS:
+            family = CounterMetricFamily if counter else GaugeMetricFamily
+            yield family(f"cxlredis_{field}", help_text, value=stats[field])
 
     @staticmethod
     def _commands(stats):

@@ -22,6 +22,7 @@ from .cluster.links import Bus
 from .cluster.migrate import MigrateLinks
 from .cluster.nodes_conf import NodesConfError
 from .cluster.state import ClusterState
+from .disktier import DiskTier
 from .connection import Client
 from .context import Services
 from .errors import CommandError
@@ -121,6 +122,8 @@ async def serve(config, listeners, store, shutdown, ready=None):
     except BaseException:
         if server is not None:
             server.exporter.stop()
+            if server.disk_tier is not None:
+                server.disk_tier.close()    # its reads and writes use the arena
         listeners.close()
         store.abandon()
         created.remove(region_locked)
@@ -176,11 +179,12 @@ class Server:
         self.scripts = Scripts(config, dispatch.script_call, self.monitoring, REDIS_COMPAT_VERSION)
         self.scripts.load_saved_libraries()
         self.cluster = self._load_cluster() if config["cluster-enabled"] else None
+        self.disk_tier = self._disk_tier()
         sources = Sources(process=self.process, config=config, stats=self.stats,
                           clients=self.clients, arenas=store, leases=self.leases,
                           tenants=self.tenants, cluster=self.cluster, pubsub=self.pubsub,
                           tracking=self.tracking, persistence=self.persistence, blocked=self.blocked,
-                          scripts=self.scripts)
+                          scripts=self.scripts, disk_tier=self.disk_tier)
         self.exporter = Exporter(sources)          # Prometheus (metrics-port)
         self.services = Services(
             config=config, acl=self.acl, tenants=self.tenants, audit=self.audit, stats=self.stats,
@@ -192,7 +196,7 @@ class Server:
             memory_report=lambda session: metrics.memory_report(sources, session),
             check_arenas=store.check, release_memory=store.release_free_pages, reset_stats=self.reset_stats,
             request_shutdown=shutdown.request, check_shutdown_allowed=shutdown.check_allowed,
-            privatize_arenas=store.privatize)
+            privatize_arenas=store.privatize, disk_tier=self.disk_tier)
 
     def new_connection(self):
         """The protocol object of one accepted connection (every listener's factory)."""
@@ -223,6 +227,16 @@ class Server:
             raise SystemExit(f"Unrecoverable error: corrupted cluster config file {path}: {e}") from None
         return state
 
+    def _disk_tier(self):
+        """The disk tier under the server's arena (disk-tier-dir), or None; opened by start()."""
+        cfg = self.config
+        if not cfg["disk-tier-dir"]:
+            return None
+        tier = DiskTier(self.store.main, os.path.join(cfg["dir"], cfg["disk-tier-dir"]), cfg["disk-tier-size"],
+                        cfg["disk-tier-promote"])
+        cfg.on_change("disk-tier-promote", lambda on: setattr(tier, "promote", on))
+        return tier
+
     def _watch_config(self):
         cfg = self.config
         cfg.on_change("loglevel", set_log_level)
@@ -242,6 +256,10 @@ class Server:
     async def start(self):
         loop = asyncio.get_running_loop()
         cfg = self.config
+        if self.disk_tier is not None:
+            # its records are indexed again over an arena attached as it was; a new arena
+            # starts it empty (what dropped its copies may have been lost with the old one)
+            self.disk_tier.open(warm=self.store.main.recovery != "new")
         await self.listeners.start(self.new_connection)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown.request, signal.Signals(sig).name)
@@ -299,6 +317,8 @@ class Server:
         if self.scripts.busy is not None:
             return      # the keyspace is a running script's (Redis runs no cron meanwhile either)
         store = self.store
+        if self.disk_tier is not None:
+            self.disk_tier.cron()
         self.process.note_memory(store.main.used_memory)
         # While clients are paused (blocked.py) the dataset holds still: no expiry, no eviction.
         if not self.blocked.paused:
@@ -360,6 +380,8 @@ class Server:
         self.migrate_links.close_all()
         self.exporter.stop()  # its thread reads the arena: stop it before the arena goes
         self.persistence.join()     # a BGSAVE's thread syncs the arenas: let it end first
+        if self.disk_tier is not None:
+            self.disk_tier.close()      # its reads in flight write into the arena
         self.store.close()
         log.warning("cxlredis is now ready to exit, bye bye...")
 

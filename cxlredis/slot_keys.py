@@ -56,3 +56,6 @@ class SlotKeys:
             for slot in slots:
                 for key in keyspace.keys_in_slot(0, slot):
                     keyspace.delete(0, key)
+        tier = self.tenants.arena.tier
+        if tier is not None:
+            tier.forget(slots=set(slots))     # copies of the slots' keys, every tenant's

@@ -63,7 +63,7 @@ log = logging.getLogger("cxlredis")
 INHERIT = "inherit"                 # POLICY inherit: follow the server's maxmemory-policy
 FILE_VERSION = 1
 LIST_SETTINGS = ("users", "shared-read", "shared-write")
-SETTINGS = ("quota", "min", "priority", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
+SETTINGS = ("quota", "min", "priority", "disk", "policy", "arena", "arena-group", "arena-write") + LIST_SETTINGS
 MEMORY_SETTINGS = {"quota": "no quota", "min": "no guarantee"}      # → what 0 means
 PRIORITY_MAX = (1 << 32) - 1
 ARENAS = ("shared", "own")           # ARENA: the server's arena, or a backing of the tenant's own
@@ -89,10 +89,10 @@ def check_name(name) -> str:
 
 
 def parse_settings(args) -> dict:
-    """The settings given in `QUOTA q MIN m PRIORITY n POLICY p USERS u.. SHARED-READ t..
-    SHARED-WRITE t..` (keywords in any case and order, each once; a list ends at the next
-    keyword): {"quota": int, "min": int, "priority": int, "policy": name or None,
-    "users": [bytes], "shared-read": [str], ...}.
+    """The settings given in `QUOTA q MIN m PRIORITY n DISK yes|no POLICY p USERS u..
+    SHARED-READ t.. SHARED-WRITE t..` (keywords in any case and order, each once; a list
+    ends at the next keyword): {"quota": int, "min": int, "priority": int, "disk": bool,
+    "policy": name or None, "users": [bytes], "shared-read": [str], ...}.
     Raises ValueError with the reason."""
     settings = {}
     i = 0
@@ -100,8 +100,8 @@ def parse_settings(args) -> dict:
         word = as_text(args[i]).lower()
         if word not in SETTINGS:
             raise ValueError(f"unknown tenant setting '{as_text(args[i])}' (expected QUOTA, MIN, "
-                             f"PRIORITY, POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ "
-                             f"or SHARED-WRITE)")
+                             f"PRIORITY, DISK, POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, "
+                             f"SHARED-READ or SHARED-WRITE)")
         if word in settings:
             raise ValueError(f"{word.upper()} given twice")
         i += 1
@@ -132,6 +132,11 @@ def parse_settings(args) -> dict:
             if value.lower() not in ("yes", "no"):
                 raise ValueError(f"invalid ARENA-WRITE '{value}': yes (the group may map the arena "
                                  f"read-write) or no (read-only, the default)")
+            settings[word] = value.lower() == "yes"
+        elif word == "disk":
+            if value.lower() not in ("yes", "no"):
+                raise ValueError(f"invalid DISK '{value}': yes (what the arena evicts of the tenant's "
+                                 f"goes to the server's disk tier, the default) or no")
             settings[word] = value.lower() == "yes"
         elif word == "priority":
             # ASCII digits only: str.isdigit() also takes '²' and '١'
@@ -170,11 +175,11 @@ def parse_directive(args) -> tuple[str, dict]:
 
 
 def check_guarantee(settings):
-    """ValueError if the settings' MIN or PRIORITY cannot be: a MIN above the QUOTA, either
-    with ARENA own."""
+    """ValueError if the settings' MIN, PRIORITY or DISK cannot be: a MIN above the QUOTA,
+    any of them with ARENA own (DISK yes: an arena of its own has no disk tier)."""
     guaranteed = settings.get("min", 0)
     if settings.get("arena") == "own":
-        for word in ("min", "priority"):
+        for word in ("min", "priority", "disk"):
             if settings.get(word, 0):
                 raise ValueError(f"{word.upper()} is for tenants in the server's arena: a tenant "
                                  f"with ARENA own has its whole arena to itself")
@@ -545,7 +550,7 @@ class Tenants:
             tenant.apply(settings)
             records[name] = {"tenant": tenant, "quota": settings.get("quota", 0),
                              "min": settings.get("min", 0), "priority": settings.get("priority", 0),
-                             "policy": settings.get("policy")}
+                             "disk": settings.get("disk", True), "policy": settings.get("policy")}
         tenants = {name: record["tenant"] for name, record in records.items()}
         try:
             self._check(tenants)
@@ -573,6 +578,7 @@ class Tenants:
                         self.arena.set_tenant_policy(tenant_id, record["policy"])
                     self.arena.set_tenant_guarantee(tenant_id, record["min"])
                     self.arena.set_tenant_priority(tenant_id, record["priority"])
+                    self.arena.set_tenant_disk(tenant_id, record["disk"])
             except (ArenaError, TenantError, OutOfMemory, ValueError, OSError) as e:
                 raise StartupError(f"tenant '{name}': {e}") from None
         for stats in self.arena.tenants():
@@ -589,8 +595,8 @@ class Tenants:
                 raise StartupError(f"cannot write the tenants file {self.path}: {e.strerror}") from None
 
     def _read_file(self):
-        """{name: {"tenant": Tenant, "quota": int, "min": int, "priority": int, "policy": name
-        or None}} from tenants-file."""
+        """{name: {"tenant": Tenant, "quota": int, "min": int, "priority": int, "disk": bool,
+        "policy": name or None}} from tenants-file."""
         if self.path is None:
             return {}
         try:
@@ -621,7 +627,8 @@ class Tenants:
                                 arena, entry.get("arena_group"), bool(entry.get("arena_write")))
                 records[name] = {"tenant": tenant, "quota": int(entry["quota"]),
                                  "min": int(entry.get("min", 0)),
-                                 "priority": int(entry.get("priority", 0)), "policy": policy}
+                                 "priority": int(entry.get("priority", 0)),
+                                 "disk": bool(entry.get("disk", True)), "policy": policy}
         except (KeyError, TypeError, ValueError) as e:
             raise StartupError(f"the tenants file {self.path} is malformed: {e!r}") from None
         return records
@@ -692,6 +699,7 @@ class Tenants:
                 "quota": stats["quota"] if stats else 0,
                 "min": stats["guaranteed"] if stats else 0,
                 "priority": stats["priority"] if stats else 0,
+                "disk": stats["disk"] if stats else True,
                 "policy": None if stats is None or stats["policy_inherited"] else stats["policy"],
                 "users": [as_text(u) for u in tenant.users],
                 "shared_read": tenant.shared_read,
@@ -757,9 +765,9 @@ class Tenants:
 
     def _own_stats(self, name, arena):
         stats = arena.tenant_stats(0)
+        # its arena is its own: nothing it holds is borrowed, and it has no disk tier
         stats.update(name=name, quota=arena.maxmemory, policy=arena.policy,
-                     policy_inherited=self.arenas.policies.get(name) is None,
-                     borrowed=0)     # its arena is its own: nothing it holds is borrowed
+                     policy_inherited=self.arenas.policies.get(name) is None, borrowed=0, disk=False)
         return self._with_curve(arena, stats)
 
     def _with_curve(self, arena, stats):
@@ -818,6 +826,7 @@ class Tenants:
                                                      settings.get("policy"))
                 self.arena.set_tenant_guarantee(tenant_id, settings.get("min", 0))
                 self.arena.set_tenant_priority(tenant_id, settings.get("priority", 0))
+                self.arena.set_tenant_disk(tenant_id, settings.get("disk", True))
         except (ArenaError, TenantError, ValueError) as e:
             raise CommandError(f"ERR {e}") from None
         except OSError as e:
@@ -845,16 +854,17 @@ class Tenants:
         tenants = {**self.tenants, name: tenant}
         self._checked(tenants, name)
         old = self.stats(name)
-        old_limits = (old["quota"], old["guaranteed"], old["priority"],
+        old_limits = (old["quota"], old["guaranteed"], old["priority"], old["disk"],
                       None if old["policy_inherited"] else old["policy"])
         limits = (settings.get("quota", old_limits[0]), settings.get("min", old_limits[1]),
-                  settings.get("priority", old_limits[2]), settings.get("policy", old_limits[3]))
+                  settings.get("priority", old_limits[2]), settings.get("disk", old_limits[3]),
+                  settings.get("policy", old_limits[4]))
         try:
             if "quota" in settings and not tenant.own_arena:
                 self._check_shared_quota(limits[0])
-            if "quota" in settings or "min" in settings or "priority" in settings:
+            if "quota" in settings or "min" in settings or "priority" in settings or "disk" in settings:
                 check_guarantee({"quota": limits[0], "min": limits[1], "priority": limits[2],
-                                 "arena": tenant.arena})
+                                 "disk": "disk" in settings and limits[3], "arena": tenant.arena})
             if "min" in settings:
                 self._check_guarantees({name: limits[1]})
         except ValueError as e:
@@ -899,9 +909,9 @@ class Tenants:
                              f"pass the server's maxmemory ({limit} bytes): the arena could not keep "
                              f"them all; raise maxmemory or lower a MIN")
 
-    def _apply_limits(self, name, tenant, quota, guaranteed, priority, policy):
-        """Quota, guarantee, priority, policy (and, for an own arena, group) of tenant
-        `name`, where they are kept."""
+    def _apply_limits(self, name, tenant, quota, guaranteed, priority, disk, policy):
+        """Quota, guarantee, priority, disk tier, policy (and, for an own arena, group) of
+        tenant `name`, where they are kept."""
         if tenant.own_arena:
             self.arenas.set_quota(name, quota)
             self.arenas.set_policy(name, policy)
@@ -911,6 +921,7 @@ class Tenants:
             self.arena.set_tenant_quota(tenant_id, quota)
             self.arena.set_tenant_guarantee(tenant_id, guaranteed)
             self.arena.set_tenant_priority(tenant_id, priority)
+            self.arena.set_tenant_disk(tenant_id, disk)
             self.arena.set_tenant_policy(tenant_id, policy)
 
     def delete(self, name, current):
@@ -976,13 +987,17 @@ class Tenants:
         else:
             tenant = self.tenants[name]
         fields = [("name", name), ("quota", stats["quota"]), ("guaranteed_bytes", stats["guaranteed"]),
-                  ("priority", stats["priority"]), ("policy", stats["policy"]),
+                  ("priority", stats["priority"]), ("disk_tier", "yes" if stats["disk"] else "no"),
+                  ("policy", stats["policy"]),
                   ("policy_inherited", int(stats["policy_inherited"]))]
         fields += [(key, stats[key]) for key in (
             "keys", "expires", "used_bytes", "dataset_bytes", "keyspace_hits", "keyspace_misses",
             "evicted_keys", "expired_keys", "rejected_writes", "bytes_written", "commands",
             "bytes_in", "bytes_out")]
         fields += [("borrowed_bytes", stats["borrowed"]), ("reclaimed_bytes", stats["reclaimed"])]
+        tier = self.arena.tier
+        if tier is not None and name not in self.arenas.by_name:
+            fields += [("disk_tier_hits", tier.tenant_hits.get(stats["id"], 0))]
         fields += [("mrc_memory", stats["mrc_memory"])]
         if stats["mrc_rate"] is not None:
             fields += [("mrc_sample_rate", f"{stats['mrc_rate']:.6g}")]
@@ -1033,6 +1048,8 @@ class Tenants:
                 words += ["min", format_memory(stats["guaranteed"])]
             if stats["priority"]:
                 words += ["priority", str(stats["priority"])]
+            if not stats["disk"] and not tenant.own_arena:
+                words += ["disk", "no"]
             if not stats["policy_inherited"]:
                 words += ["policy", stats["policy"]]
             if tenant.own_arena:

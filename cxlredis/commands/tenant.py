@@ -14,14 +14,15 @@ from .connection import reply_help
 
 TENANT_HELP = (
     "TENANT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CREATE <name> [QUOTA <bytes>] [MIN <bytes>] [PRIORITY <n>] [POLICY <policy>]",
-    "       [ARENA SHARED|OWN] [ARENA-GROUP <group>|NONE] [ARENA-WRITE YES|NO]",
+    "CREATE <name> [QUOTA <bytes>] [MIN <bytes>] [PRIORITY <n>] [DISK YES|NO]",
+    "       [POLICY <policy>] [ARENA SHARED|OWN] [ARENA-GROUP <group>|NONE] [ARENA-WRITE YES|NO]",
     "       [USERS <user> ...] [SHARED-READ <tenant> ...] [SHARED-WRITE <tenant> ...]",
     "    Create a tenant: a key namespace with a memory quota (0: none), a guaranteed",
     "    minimum no other tenant's pressure evicts (0: none; past it, up to the quota,",
     "    it borrows idle memory, given back first, the lowest PRIORITY first), an",
-    "    eviction policy (inherit: the server's maxmemory-policy), its users, and the",
-    "    shared namespaces reads fall through to or '<tenant>:' keys are written to.",
+    "    eviction policy (inherit: the server's maxmemory-policy), whether what is",
+    "    evicted of it goes to the server's disk tier (DISK, yes by default), its users,",
+    "    and the shared namespaces reads fall through to or '<tenant>:' keys are written to.",
     "    ARENA OWN keeps its values in an arena file of its own, which its users may",
     "    map; it needs a QUOTA. Mode 0600, or 0640 and ARENA-GROUP's group (who map",
     "    it read-only), or 0660 with ARENA-WRITE YES (who also write through it).",
@@ -33,7 +34,7 @@ TENANT_HELP = (
     "    List the tenants, the default one (the administrators') first.",
     "RESETSTAT <name>",
     "    Reset a tenant's meters (its keys and bytes stay).",
-    "SET <name> [QUOTA <bytes>] [MIN <bytes>] [PRIORITY <n>] [POLICY <policy>]",
+    "SET <name> [QUOTA <bytes>] [MIN <bytes>] [PRIORITY <n>] [DISK YES|NO] [POLICY <policy>]",
     "    [ARENA-GROUP <group>|NONE] [ARENA-WRITE YES|NO] [USERS <user> ...]",
     "    [SHARED-READ <tenant> ...] [SHARED-WRITE <tenant> ...]",
     "    Change the settings given; a list given replaces the old one (ARENA is",
@@ -93,7 +94,7 @@ def cmd_tenant_set(c, argv):
     _for_administrators(c, argv)
     name, settings = _name(argv[2]), _settings(argv[3:])
     if not settings:
-        raise CommandError("ERR TENANT SET needs at least one of QUOTA, MIN, PRIORITY, POLICY, "
+        raise CommandError("ERR TENANT SET needs at least one of QUOTA, MIN, PRIORITY, DISK, POLICY, "
                            "ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or SHARED-WRITE")
     c.services.tenants.update(name, settings)
     c.services.audit.record(c, "tenant_set", name=name, **_audited(settings))

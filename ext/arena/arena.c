@@ -20,6 +20,7 @@
    slots.c     keys by cluster slot, in the process's memory (cluster mode)
    warm.c      the warmer: a thread faulting in fresh pages ahead of the allocator
    notes.c     drop notes: the keys expired or evicted, for keyspace notifications
+   spill.c     the disk tier's writes of evicted entries, and the commits that make copies stale
    mrc.h       references sampled for the tenants' miss-ratio curves
    recovery.c  format, validate, rebuild, clean close */
 #ifndef _GNU_SOURCE
@@ -44,6 +45,7 @@
 #include "recovery.c"
 #include "rename.c"
 #include "slots.c"
+#include "spill.c"
 #include "tenant.c"
 #include "tree.c"
 #include "ttl.c"

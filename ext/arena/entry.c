@@ -5,6 +5,7 @@
 #include "entry.h"
 #include "evict.h"
 #include "hash.h"
+#include "spill.h"
 #include "heap.h"
 #include "index.h"
 #include "lru.h"
@@ -153,6 +154,7 @@ CX_API void cx_commit(char *base, uint64_t off, unsigned pdb, const uint8_t *key
     cx_account(base, e, 1);
     cx_lru_push(base, off);
     cx_mrc_note(base, e->tenant, h, CX_SIZE(e->size_state), 0);
+    cx_spill_committed(base, h);
 }
 
 /* corrupt: NULL, or where to count a value that fails its checksum (it is dropped and

@@ -5,6 +5,7 @@
 #include "layout.h"
 #include "lru.h"
 #include "notes.h"
+#include "spill.h"
 #include "tenant.h"
 
 static uint64_t cx_lru_oldest(char *base, uint64_t cur) {
@@ -161,6 +162,7 @@ static void cx_evict(char *base, uint64_t off, int writer, uint64_t need) {
     t->evicted++;
     sb->evicted++;
     cx_note_drop(base, off, CX_NOTE_EVICTED);
+    cx_spill_evicted(base, off);
     cx_drop(base, off, 1);
 }
 

@@ -110,8 +110,11 @@ typedef struct {
     char name[64];
     uint64_t priority;                /* its service class: of the tenants borrowing memory,
                                          a lower class gives it back first (0: the lowest) */
-    uint64_t spare[14];
+    uint64_t flags;                   /* CX_TENANT_* */
+    uint64_t spare[13];
 } cx_tenant_meta;
+/* its evicted entries are not written to the disk tier (spill.h) */
+#define CX_TENANT_NO_DISK 1ull
 
 /* Per-db key counters of a tenant other than 0 (tenant 0 uses the superblock's):
    64 tenants x 256 dbs do not fit in the superblock, so each lives in a heap block. */

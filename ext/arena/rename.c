@@ -4,6 +4,7 @@
 #include "coll.h"
 #include "entry.h"
 #include "hash.h"
+#include "spill.h"
 #include "index.h"
 #include "layout.h"
 #include "rename.h"
@@ -48,6 +49,7 @@ CX_API void cx_rename_in_place(char *base, uint64_t off, unsigned pdb, const uin
     cx_rename_seal(base, off, r);
     CX_CRASH_POINT(5);
     cx_index_push(base, off);
+    cx_spill_committed(base, h);
     cx_account(base, e, 1);
     CX_CRASH_POINT(6);
     cx_store(&r->state, CX_RENAME_NONE);

@@ -14,7 +14,8 @@ general path, which still runs everything else, and every command that would ans
 with an error (WRONGTYPE, not an integer, overflow, OOM): nothing is changed or counted
 before it is handed back. Values that arrived in arena slots, and values
 large enough to be sent by reference, take the general path too: for them the
-per-command cost does not matter. In cluster mode only keys of the slots the node
+per-command cost does not matter; so do keys that may have a copy in the disk tier
+(cxlredis/disktier.py). In cluster mode only keys of the slots the node
 serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
 here, and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); every other
 key goes to the general path for its redirect. While some client tracks keys
@@ -34,8 +35,8 @@ from libc.string cimport strlen
 
 from cxlredis._resp cimport ArgSpan, ReplyWriter, RequestParser
 from cxlredis._store cimport (Arena, Keyspace, delete_key, expire_key, get_string, hash_get, hash_set,
-                              incr_string, key_exists, key_ttl_ms, mget_string, set_string, string_fits,
-                              under_maxmemory)
+                              incr_string, key_exists, key_ttl_ms, maybe_on_disk, mget_string, set_string,
+                              string_fits, under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
@@ -210,6 +211,20 @@ cdef bint served_here(const ArgSpan *args, Py_ssize_t argc, int op, const unsign
     return serve_here[cx_key_slot(<const unsigned char *>args[1].ptr, args[1].len)] != 0
 
 
+cdef bint any_on_disk(Keyspace store, int db, const ArgSpan *args, Py_ssize_t argc, int op):
+    """A key of the command may have a copy in the disk tier: the general path, which
+    brings such copies back before a command runs, takes it (and any error of its
+    keyspace, e.g. a tenant dropped meanwhile)."""
+    cdef Py_ssize_t i, keys = argc if op == FAST_EXISTS or op == FAST_DEL or op == FAST_MGET else 2
+    try:
+        for i in range(1, keys):
+            if maybe_on_disk(store, db, args[i].ptr, args[i].len):
+                return True
+    except Exception:
+        return True
+    return False
+
+
 cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Keyspace store, int db,
              list changed) except -2:
     """Run one fast command and queue its reply: 1, or 0 when the general path must run it
@@ -299,7 +314,7 @@ cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Ke
 
 def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, int db,
           Counters counters, long long watch_from_us, Py_ssize_t output_budget,
-          const unsigned char[::1] serve_here=None, list changed=None):
+          const unsigned char[::1] serve_here=None, list changed=None, bint disk_tier=False):
     """Run the fast commands (the module's docstring) at the head of the parser's input.
 
     Stops at the first other command (left to the parser, so next_command() gives it),
@@ -310,7 +325,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     the caller applies client-output-buffer-limit). Returns how many commands ran.
     serve_here (cluster mode): a byte per slot, set where the node serves the slot's keys
     without a redirect. changed, if given, gets every key a command changed (as Redis's
-    signalModifiedKey would be told of it).
+    signalModifiedKey would be told of it). disk_tier: the server has one, so a key that
+    may have a copy there is left to the general path.
 
     A command whose whole text is in the buffer is read there in place (peek_command);
     others (split across reads, inline, many arguments) come from next_command().
@@ -339,7 +355,8 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             op = NOT_FAST if args == NULL else op_of(args, argc)
             done = 0
             if (op != NOT_FAST and under_maxmemory(arena)
-                    and (serve_here is None or served_here(args, argc, op, serve_here))):
+                    and (serve_here is None or served_here(args, argc, op, serve_here))
+                    and not (disk_tier and any_on_disk(store, db, args, argc, op))):
                 try:
                     done = run(op, args, argc, reply, store, db, changed)
                 except Exception:

@@ -38,6 +38,7 @@ cdef class Arena(Keyspace):
     cdef readonly object path
     cdef readonly str recovery
     cdef readonly Py_ssize_t dropped_entries
+    cdef public object tier      # its disk tier (cxlredis.disktier.DiskTier), or None
 
     cdef int _attach(self, bint reset, bint hugepages, bint prefault, int numa_node) except -1
     cdef int _back_metadata(self, bint whole) except -1
@@ -70,3 +71,5 @@ cdef int hash_get(Keyspace ks, int db, const char *key, Py_ssize_t key_len, cons
 cdef int hash_set(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *field,
                   Py_ssize_t field_len, const char *value, Py_ssize_t value_len) except -2
 cdef bint under_maxmemory(Arena a) except -1
+# whether key may have a copy in the disk tier (then the general path runs the command)
+cdef bint maybe_on_disk(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1

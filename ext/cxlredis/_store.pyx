@@ -57,6 +57,7 @@ cdef extern from "arena/layout.h":
     int CX_SUMMED
     bint cx_is_coll(unsigned type) nogil
     uint64_t CX_SUPER_BYTES
+    uint64_t CX_TENANT_NO_DISK
 
     ctypedef struct cx_entry:
         uint64_t size_state
@@ -112,6 +113,7 @@ cdef extern from "arena/layout.h":
         uint32_t name_len
         char name[64]
         uint64_t priority
+        uint64_t flags
 
     ctypedef struct cx_dbtab:
         uint64_t size_state
@@ -290,6 +292,64 @@ cdef extern from "arena/notes.h":
         uint64_t lost
     cx_note_log cx_notes
     void cx_notes_clear() nogil
+
+cdef extern from "arena/spill.h":
+    ctypedef struct cx_spill_head:
+        uint64_t magic
+        uint64_t seq
+        uint64_t incarnation
+        uint64_t value_len
+        int64_t expire_at
+        uint64_t value_sum
+        uint32_t key_len
+        uint16_t tenant
+        uint16_t db
+        uint8_t type
+        uint8_t dead
+        uint32_t head_sum
+    ctypedef struct cx_spill_note:
+        uint64_t pos
+        uint64_t seq
+        uint64_t incarnation
+        uint64_t value_len
+        uint64_t value_sum
+        uint64_t hash
+        int64_t expire_at
+        uint32_t segment
+        uint32_t key_len
+        uint16_t tenant
+        uint16_t db
+        uint8_t type
+    ctypedef struct cx_spill_state:
+        char* base
+        int fd
+        int next_fd
+        uint32_t segment
+        uint64_t pos
+        uint64_t cap
+        uint64_t seq
+        uint64_t bits_set
+        uint8_t* log
+        size_t log_len
+        int stale_lost
+        uint64_t written
+        uint64_t written_bytes
+        uint64_t skipped
+        uint64_t errors
+        int last_errno
+    cx_spill_state cx_spill
+    uint64_t CX_SPILL_MAGIC
+    uint8_t CX_SPILL_STALE
+    size_t CX_SPILL_PADDED(size_t n) nogil
+    bint cx_spill_maybe(const char* base, uint64_t h) nogil
+    uint64_t cx_spill_value_pos(uint64_t pos, uint64_t key_len, uint64_t value_len) nogil
+    uint64_t cx_spill_end(uint64_t pos, uint64_t key_len, uint64_t value_len) nogil
+    uint32_t cx_spill_head_sum(const cx_spill_head* head, const uint8_t* key) nogil
+    int cx_spill_start(char* base, uint64_t cap, uint64_t seq, uint64_t max_value) nogil
+    void cx_spill_stop() nogil
+    void cx_spill_mark(uint64_t h) nogil
+    void cx_spill_bits_clear() nogil
+    void cx_spill_log_clear() nogil
 
 cdef extern from "arena/mrc.h":
     enum: CX_MRC_RING
@@ -513,6 +573,107 @@ def take_dropped_keys():
         at += note.key_len
     cx_notes_clear()
     return found
+
+
+# ---------------------------------------------------------------- the disk tier's C part (arena/spill.h)
+
+SPILL_HEAD_BYTES = sizeof(cx_spill_head)
+cdef cx_spill_head _head_layout
+# where a header's dead byte is: the server writes 1 there to drop a record
+SPILL_DEAD_AT = <char*>&_head_layout.dead - <char*>&_head_layout
+
+
+def spill_start(Arena arena, uint64_t cap, uint64_t seq, uint64_t max_value):
+    """Spill arena's evicted entries (of the tenants spill_tenants names) to the segments
+    spill_segment and spill_next give, each segment up to cap bytes, numbering records
+    from seq + 1; values above max_value are not spilled."""
+    cdef int err = cx_spill_start(open_base(arena), cap, seq, max_value)
+    if err:
+        raise MemoryError(os.strerror(err))
+
+
+def spill_stop():
+    cx_spill_stop()
+
+
+def spill_segment(int fd, uint32_t segment, uint64_t pos):
+    """Write from pos on in segment `segment`, open as fd (-1: write nothing)."""
+    cx_spill.fd = fd
+    cx_spill.segment = segment
+    cx_spill.pos = pos
+
+
+def spill_next(int fd):
+    """The segment (fd, -1 for none) to go on in when the written one is full."""
+    cx_spill.next_fd = fd
+
+
+def spill_status():
+    """(segment, pos, next fd, seq, bits set, written, written bytes, skipped, errors,
+    last errno)"""
+    return (cx_spill.segment, cx_spill.pos, cx_spill.next_fd, cx_spill.seq, cx_spill.bits_set, cx_spill.written,
+            cx_spill.written_bytes, cx_spill.skipped, cx_spill.errors, cx_spill.last_errno)
+
+
+def spill_take():
+    """What the C part noted since the last call, in order: records written, as tuples
+    (segment, pos, seq, incarnation, value_len, expire_at, value_sum, tenant, physical db,
+    type, key hash, key), and commits of keys that may have a copy on disk, as the same
+    tuples with only the key hash (the rest 0, the key None); and whether some such
+    commit was not noted, so that every copy must go."""
+    cdef size_t at = 0
+    cdef cx_spill_note* note
+    noted = []
+    while at < cx_spill.log_len:
+        note = <cx_spill_note*>(cx_spill.log + at)
+        at += sizeof(cx_spill_note)
+        noted.append((note.segment, note.pos, note.seq, note.incarnation, note.value_len, note.expire_at,
+                      note.value_sum, note.tenant, note.db, note.type, note.hash,
+                      None if note.type == CX_SPILL_STALE else (<char*>cx_spill.log)[at:at + note.key_len]))
+        at += CX_SPILL_PADDED(note.key_len)
+    lost = bool(cx_spill.stale_lost)
+    cx_spill_log_clear()
+    return noted, lost
+
+
+def spill_pending():
+    return cx_spill.log_len != 0 or cx_spill.stale_lost != 0
+
+
+def spill_mark(uint64_t h):
+    cx_spill_mark(h)
+
+
+def spill_clear_marks():
+    cx_spill_bits_clear()
+
+
+def spill_geometry(uint64_t pos, uint64_t key_len, uint64_t value_len):
+    """Where a record at pos puts its value, and where the next record goes."""
+    return cx_spill_value_pos(pos, key_len, value_len), cx_spill_end(pos, key_len, value_len)
+
+
+def spill_head(data):
+    """The record whose header and key start `data` (at least SPILL_HEAD_BYTES long), as
+    (seq, incarnation, value_len, expire_at, value_sum, tenant, physical db, type, dead,
+    key_len), if the magic is right; None otherwise. With the key too, its head_sum is
+    checked (None if wrong)."""
+    cdef Buf b
+    cdef cx_spill_head head
+    buf_open(&b, data)
+    try:
+        if <size_t>b.len < sizeof(cx_spill_head):
+            return None
+        memcpy(&head, b.ptr, sizeof(cx_spill_head))
+        if head.magic != CX_SPILL_MAGIC:
+            return None
+        if <uint64_t>b.len >= sizeof(cx_spill_head) + head.key_len:
+            if cx_spill_head_sum(&head, b.ptr + sizeof(cx_spill_head)) != head.head_sum:
+                return None
+        return (head.seq, head.incarnation, head.value_len, head.expire_at, head.value_sum, head.tenant,
+                head.db, head.type, head.dead, head.key_len)
+    finally:
+        buf_close(&b)
 
 
 def mrc_set_threshold(uint64_t threshold):
@@ -821,6 +982,16 @@ cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py
     value[0] = <const char *>CX_VAL(e)
     value_len[0] = e.value_len
     return 1
+
+
+cdef bint maybe_on_disk(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1:
+    """Whether key may have a copy in the disk tier (the fast path leaves such keys to
+    the general path, which looks): never while the tier is off."""
+    if cx_spill.base == NULL:
+        return False
+    cdef Arena a = ks_arena(ks)
+    return cx_spill_maybe(a.base, cx_key_hash(CX_SB(a.base), ks.tenant, ks_pdb(a, ks.tenant, db),
+                                              <const uint8_t *>key, key_len))
 
 
 cdef int string_fits(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len) except -1:
@@ -1317,6 +1488,20 @@ cdef class Keyspace:
         e = CX_E(a.base, off)
         return 0 if cx_expired(e, cx_now_ms()) else e.generation
 
+    def disk_identity(self, int db, key):
+        """(tenant slot, physical db, key hash, may have a disk copy) of key in db: what
+        identifies its copy in the disk tier."""
+        cdef Arena a = ks_arena(self)
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        cdef uint64_t h
+        cdef Buf k
+        key_open(&k, key)
+        try:
+            h = cx_key_hash(CX_SB(a.base), self.tenant, pdb, k.ptr, k.len)
+        finally:
+            buf_close(&k)
+        return self.tenant, pdb, h, cx_spill_maybe(a.base, h)
+
     def pin(self, uint64_t off):
         """Keep the entry's bytes from being freed or reused until the matching unpin."""
         cdef Arena a = ks_arena(self)
@@ -1609,10 +1794,16 @@ cdef class Keyspace:
 
     def flushdb(self, int db):
         cdef Arena a = ks_arena(self)
-        drop_all(a, self.tenant, ks_pdb(a, self.tenant, db))
+        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
+        drop_all(a, self.tenant, pdb)
+        if a.tier is not None:
+            a.tier.forget(self.tenant, pdb)
 
     def flushall(self):
-        drop_all(ks_arena(self), self.tenant, -1)
+        cdef Arena a = ks_arena(self)
+        drop_all(a, self.tenant, -1)
+        if a.tier is not None:
+            a.tier.forget(self.tenant)
 
     def scan(self, int db, uint64_t cursor, Py_ssize_t count=10, match=None, int type=-1):
         """One SCAN step: (next_cursor, keys). The cursor is a bucket number; every key
@@ -1805,6 +1996,7 @@ cdef class Arena(Keyspace):
         self.fd = -1
         self.is_arena = True
         self.warmer = NULL
+        self.tier = None
 
     def __init__(self, path, size, *, offset=0, int databases=16, bint reset=False, bint hugepages=False,
                  bint prefault=False, int numa_node=-1, uint64_t warm_ahead=0,
@@ -2121,6 +2313,29 @@ cdef class Arena(Keyspace):
         return cx_expire_cycle(open_base(self), cx_now_ms(), budget_us * 1000)
 
     # ---- tenants ----
+    def tenant_incarnation(self, int tenant_id):
+        """The incarnation of tenant slot tenant_id: 0 when the slot is free (tenant 0's
+        is whatever its slot holds)."""
+        if not 0 <= tenant_id < CX_NTENANT:
+            raise ValueError(f"tenant id {tenant_id} out of range")
+        return CX_SB(open_base(self)).tmeta[tenant_id].incarnation
+
+    def physical_identity(self, unsigned tenant, unsigned pdb, key):
+        """(the hash of (tenant slot, physical db, key), whether that is a live, unexpired
+        entry), nothing touched or counted."""
+        cdef char* base = open_base(self)
+        cdef uint64_t off, h
+        cdef Buf k
+        if tenant >= CX_NTENANT or pdb >= CX_NDB:
+            raise ValueError("no such tenant slot or db")
+        key_open(&k, key)
+        try:
+            h = cx_key_hash(CX_SB(base), tenant, pdb, k.ptr, k.len)
+            off = cx_find(base, h, tenant, pdb, k.ptr, k.len, NULL)
+        finally:
+            buf_close(&k)
+        return h, bool(off) and not cx_expired(CX_E(base, off), cx_now_ms())
+
     def namespace(self, int tenant_id):
         """Tenant tenant_id's keyspace, a Namespace (namespace(0) is the default tenant's)."""
         cdef unsigned t = existing_tenant(self, tenant_id)
@@ -2163,6 +2378,8 @@ cdef class Arena(Keyspace):
             raise TenantError("the default tenant cannot be dropped")
         keys = CX_SB(self.base).tenants[t].keys
         cx_tenant_drop(self.base, t)
+        if self.tier is not None:
+            self.tier.forget(t)
         return keys
 
     def tenant_id(self, name):
@@ -2203,6 +2420,11 @@ cdef class Arena(Keyspace):
         guarantee, or with neither a guarantee nor a quota), a lower class gives it back
         first; 0, the default, is the lowest."""
         CX_SB(self.base).tmeta[existing_tenant(self, tenant_id)].priority = priority
+
+    def set_tenant_disk(self, int tenant_id, bint on):
+        """Whether the tenant's evicted entries go to the disk tier (when the server has one)."""
+        cdef cx_tenant_meta* m = &CX_SB(self.base).tmeta[existing_tenant(self, tenant_id)]
+        m.flags = (m.flags & ~CX_TENANT_NO_DISK) | (0 if on else CX_TENANT_NO_DISK)
 
     def set_tenant_policy(self, int tenant_id, policy):
         """The tenant's own maxmemory-policy, or None to follow the arena's. The default
@@ -2412,6 +2634,7 @@ cdef dict tenant_dict(Arena a, unsigned t):
         "borrowed": borrowed_bytes(s),
         "reclaimed": s.reclaimed,
         "priority": m.priority,
+        "disk": not (m.flags & CX_TENANT_NO_DISK),
         "policy": POLICY_NAMES[tenant_policy(a, t)],
         "policy_inherited": m.policy == 0,
         "keys": s.keys,

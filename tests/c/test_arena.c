@@ -1241,6 +1241,102 @@ static void test_slot_index_follows_the_index(void) {
     free_arena(base);
 }
 
+/* ---------------------------------------------------------------- the disk tier's writes */
+
+/* An evicted string is written whole, with a header that checks; a collection, an
+   expired entry and a tenant that does not spill are not; a full segment goes on in the
+   next one; a commit of a key that was written is noted as stale, in order. */
+static void test_spill_writes_what_is_evicted(const char *dir) {
+    char *base = new_arena();
+    cx_super *sb = CX_SB(base);
+    cx_cfg cfg = settings(CX_ALLKEYS_LRU);
+    int64_t now = cx_now_ms();
+    char path[512], value[8 * KIB], key[32];
+    snprintf(path, sizeof path, "%s/cx-spill-%d", dir, getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    snprintf(path + strlen(path), 16, ".next");
+    int next = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0 && next >= 0);
+    CHECK_EQ(cx_spill_start(base, 40 * KIB, 100, 32 * KIB), 0);
+    cx_spill.fd = fd;
+    cx_spill.next_fd = next;
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        memset(value, 'a' + i, sizeof value);
+        CHECK(put_at(base, &cfg, 0, 0, key, value, sizeof value, i == 1 ? now + 1 : -1, now + i, 0) != 0);
+    }
+    cfg.maxmemory = sb->heap_used;
+    usleep(5000);                                        /* k1's expiry passes */
+    for (int i = 8; i < 16; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        CHECK(put_at(base, &cfg, 0, 0, key, value, sizeof value, -1, now + i, 0) != 0);
+    }
+    /* k0..k7 were evicted: k1 had expired, so 7 records; a 40 KiB segment holds 4 */
+    CHECK_EQ(sb->evicted, 8);
+    CHECK_EQ(cx_spill.written, 7);
+    CHECK_EQ(cx_spill.skipped, 1);
+    CHECK_EQ(cx_spill.segment, 1);
+    cx_spill_head head;
+    uint8_t kbuf[8], vbuf[8 * KIB];
+    CHECK_EQ(pread(fd, &head, sizeof head, 0), sizeof head);
+    CHECK_EQ(head.magic, CX_SPILL_MAGIC);
+    CHECK_EQ(head.seq, 101);
+    CHECK_EQ(head.key_len, 2);
+    CHECK_EQ(pread(fd, kbuf, 2, sizeof head), 2);
+    CHECK(memcmp(kbuf, "k0", 2) == 0);
+    CHECK_EQ(cx_spill_head_sum(&head, kbuf), head.head_sum);
+    CHECK_EQ(pread(fd, vbuf, sizeof vbuf, cx_spill_value_pos(0, 2, sizeof vbuf)), sizeof vbuf);
+    CHECK_EQ(cx_value_sum(vbuf, sizeof vbuf), head.value_sum);
+    CHECK(vbuf[0] == 'a' && vbuf[sizeof vbuf - 1] == 'a');
+    kbuf[1] = '9';                                       /* another key: the header does not check */
+    CHECK(cx_spill_head_sum(&head, kbuf) != head.head_sum);
+    /* the log: the records in eviction order (the put of k0 evicts k8 first), then the
+       stale note of its commit */
+    CHECK(cx_spill_maybe(base, cx_key_hash(sb, 0, 0, (const uint8_t *)"k0", 2)));
+    CHECK(put_at(base, &cfg, 0, 0, "k0", "back", 4, -1, now + 20, 0) != 0);
+    size_t at = 0;
+    int records = 0, stale = 0;
+    while (at < cx_spill.log_len) {
+        cx_spill_note *note = (cx_spill_note *)(cx_spill.log + at);
+        at += sizeof *note + CX_SPILL_PADDED(note->key_len);
+        if (note->type == CX_SPILL_STALE) {
+            stale++;
+            CHECK_EQ(note->hash, cx_key_hash(sb, 0, 0, (const uint8_t *)"k0", 2));
+        } else {
+            CHECK_EQ(stale, 0);
+            CHECK_EQ(note->seq, 101 + records);
+            records++;
+        }
+    }
+    CHECK_EQ(records, 8);
+    CHECK_EQ(stale, 1);
+    /* a tenant with no disk tier has nothing written */
+    cx_spill_log_clear();
+    cx_spill.pos = 0;                                   /* as if in a fresh, larger segment */
+    cx_spill.cap = 1024 * KIB;
+    CHECK(cx_tenant_create(base, 2, (const uint8_t *)"other", 5, 0, 0, &cfg, now));
+    sb->tmeta[2].flags |= CX_TENANT_NO_DISK;
+    for (int i = 0; i < 12; i++) {
+        snprintf(key, sizeof key, "o%d", i);
+        CHECK(put_at(base, &cfg, 2, 0, key, value, sizeof value, -1, now + 30 + i, 0) != 0);
+    }
+    CHECK(sb->tenants[2].evicted > 0 && sb->tenants[0].evicted > 8);
+    for (at = 0, records = 0; at < cx_spill.log_len; records++) {
+        cx_spill_note *note = (cx_spill_note *)(cx_spill.log + at);
+        at += sizeof *note + CX_SPILL_PADDED(note->key_len);
+        CHECK_EQ(note->tenant, 0);
+    }
+    CHECK_EQ(records, sb->tenants[0].evicted - 9);     /* k0..k8 went before */
+    cx_spill_stop();
+    CHECK(!cx_spill_maybe(base, cx_key_hash(sb, 0, 0, (const uint8_t *)"k3", 2)));
+    close(fd);
+    close(next);
+    unlink(path);
+    path[strlen(path) - 5] = 0;
+    unlink(path);
+    free_arena(base);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     RUN(test_size_classes);
@@ -1272,5 +1368,6 @@ int main(int argc, char **argv) {
     RUN(test_rename_in_place_at_every_crash_point);
     RUN(test_rename_by_copy_at_every_crash_point);
     RUN(test_slot_index_follows_the_index);
+    RUN(test_spill_writes_what_is_evicted, dir);
     return check_exit_code();
 }

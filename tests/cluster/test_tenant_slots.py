@@ -30,6 +30,24 @@ def as_user(node, tenant):
     return redis.Redis(port=node.port, username=USERS[tenant], password=PASSWORD, socket_timeout=30)
 
 
+def keys_of_every_tenant(node):
+    """(a slot of node's, a key in it, a key in another of its slots), both written by
+    every tenant and the administrator."""
+    slot = owned_slots(node)[0]
+    lost, kept = keys_in_slots([slot], 1, "lost:")[0], keys_in_slots([owned_slots(node)[1]], 1, "kept:")[0]
+    for tenant in [None, *TENANTS]:
+        as_user(node, tenant).set(lost, b"stale once the slot is gone")
+        as_user(node, tenant).set(kept, b"stays")
+    return slot, lost, kept
+
+
+def claim(node, slot):
+    """node takes slot with a newer config epoch, as a failover would."""
+    admin = as_user(node, None)
+    admin.execute_command("CLUSTER", "SETSLOT", slot, "NODE", node_id(node))
+    admin.execute_command("CLUSTER", "BUMPEPOCH")
+
+
 def count_in_slot(client, slot):
     return client.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)
 
@@ -108,15 +126,8 @@ def test_a_slot_holding_a_tenants_key_is_not_given_away():
 def test_a_node_that_loses_a_slot_drops_every_tenants_keys_of_it():
     with tenant_cluster() as nodes:
         source, taker = nodes[0], nodes[1]
-        slot = owned_slots(source)[0]
-        lost, kept = keys_in_slots([slot], 1, "lost:")[0], keys_in_slots([owned_slots(source)[1]], 1, "kept:")[0]
-        for tenant in [None, *TENANTS]:
-            as_user(source, tenant).set(lost, b"stale once the slot is gone")
-            as_user(source, tenant).set(kept, b"stays")
-        # the taker claims the slot with a newer epoch: the source learns it and lets go
-        taker_admin = as_user(taker, None)
-        taker_admin.execute_command("CLUSTER", "SETSLOT", slot, "NODE", node_id(taker))
-        taker_admin.execute_command("CLUSTER", "BUMPEPOCH")
+        slot, lost, kept = keys_of_every_tenant(source)
+        claim(taker, slot)      # with a newer epoch: the source learns it and lets go
         wait_for(lambda: slot not in owned_slots(source), what="the source to learn it lost the slot")
         for tenant in [None, *TENANTS]:
             client = as_user(source, tenant)    # asked for lost, it answers MOVED now
@@ -164,3 +175,29 @@ def test_a_tenants_key_is_not_migrated_to_a_server_without_tenants():
             assert plain.client().dbsize() == 0
     finally:
         plain.stop()
+
+
+@pytest.mark.timeout(120)
+def test_a_lost_slots_keys_on_disk_do_not_come_back_with_it():
+    """A node with a disk tier loses a slot whose keys are on disk only: those copies go
+    with the slot, so when the slot comes back the old values do not."""
+    nodes = [cluster_node("cxlredis", conf_lines=CONF, arena_size="256mb", maxmemory="8mb",
+                          maxmemory_policy="allkeys-lru", disk_tier_dir="tier", disk_tier_size="64mb")
+             for _ in range(3)]
+    with formed(nodes):
+        source, taker = nodes[0], nodes[1]
+        slot, lost, kept = keys_of_every_tenant(source)
+        admin = as_user(source, None)
+        admin.config_set("maxmemory", 1)      # everything is evicted, so only on disk
+        admin.config_set("maxmemory", "8mb")
+        assert admin.info("disktier")["disk_tier_keys"] == 6
+        claim(taker, slot)
+        wait_for(lambda: slot not in owned_slots(source), what="the source to learn it lost the slot")
+        wait_for(lambda: admin.info("disktier")["disk_tier_keys"] == 3, what="the lost slot's copies to go")
+        # the slot comes back, empty on the taker: the source has no key of it either
+        claim(source, slot)
+        wait_for(lambda: slot in owned_slots(source), what="the source to own the slot again")
+        for tenant in [None, *TENANTS]:
+            client = as_user(source, tenant)
+            assert client.get(lost) is None
+            assert client.get(kept) == b"stays"

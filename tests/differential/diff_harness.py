@@ -171,7 +171,7 @@ def _info_text(reply: bytes) -> str:
 
 INFO_KEYSPACE_VARYING = ("avg_ttl",)
 # cxlredis's own sections (in its default and "all" lists; Redis has no such sections).
-INFO_OURS = {"Arena", "Tenants"}
+INFO_OURS = {"Arena", "Disktier", "Tenants"}
 
 
 def info_shape(argv, reply):

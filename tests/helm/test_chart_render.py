@@ -262,7 +262,7 @@ def test_notes_render(scenario):
     assert f"helm test {RELEASE} -n {NAMESPACE}" in notes
     warned = "WARNING: no password and no ACL users" in notes
     assert warned == (scenario in ("defaults", "hugepages", "devdax", "devdax-hostpath",
-                                   "file-hostpath", "metrics"))
+                                   "file-hostpath", "metrics", "disktier"))
 
 
 # ---------------------------------------------------------------- each scenario's own fields
@@ -366,6 +366,19 @@ def test_file_on_claims():
     assert lines["audit-log-file"] == "audit.log"          # in dir: the data claim
 
 
+def test_disk_tier_on_a_claim():
+    docs = render("disktier")
+    claims = {c["metadata"]["name"]: c["spec"] for c in one(docs, "StatefulSet")["spec"]["volumeClaimTemplates"]}
+    assert claims["disk-tier"]["storageClassName"] == "local-nvme"
+    assert claims["disk-tier"]["resources"]["requests"]["storage"] == "16Gi"
+    assert mounts(server_container(docs))["disk-tier"]["mountPath"] == "/var/lib/cxlredis-tier"
+    lines = config_lines(docs)
+    assert lines["disk-tier-dir"] == "/var/lib/cxlredis-tier"
+    assert lines["disk-tier-size"] == "12288mb"        # three quarters of the claim
+    assert lines["disk-tier-promote"] == "no"
+    assert "disk-tier-dir" not in config_lines(render("defaults"))
+
+
 def test_file_on_a_host_path():
     docs = render("file-hostpath")
     assert volumes(docs)["arena"]["hostPath"] == {"path": "/mnt/pmem0/cxlredis", "type": "Directory"}
@@ -408,7 +421,7 @@ def test_tenants_secret_and_restart_on_change():
     tenant_lines = [line for line in users_conf(docs).splitlines() if line.startswith("tenant ")]
     assert tenant_lines == [
         "tenant common users publisher",
-        "tenant team-a quota 512mb policy allkeys-lru users alice shared-read common",
+        "tenant team-a quota 512mb disk no policy allkeys-lru users alice shared-read common",
         "tenant team-b quota 256mb min 128mb priority 2 users bob dashboard shared-read common "
         "shared-write common"]
 
@@ -568,6 +581,8 @@ OWN = ["--set", "auth.users[0].name=u", "--set", "auth.users[0].rules=nopass",
 @pytest.mark.parametrize("values, message", [
     (["--set", "config.port=7000"], "config.port is set by the chart; use port"),
     (["--set", "config.arena-size=2gb"], "config.arena-size is set by the chart; use arena.size"),
+    (["--set", "config.disk-tier-dir=/x"], "config.disk-tier-dir is set by the chart; use diskTier.enabled"),
+    (["--set", "diskTier.size=16G"], "/diskTier/size': '16G' does not match"),
     (["--set", "config.requirepass=x"], "use auth.password"),
     (["--set", "auth.existingSecret=s", "--set", "auth.password=x"], "leave auth.password"),
     (["--set", "tls.enabled=true"], "tls.enabled needs tls.existingSecret"),

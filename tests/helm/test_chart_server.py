@@ -91,6 +91,8 @@ EXPECTED = {
     "tls": {"port": 0, "tls-port": 6380, "tls-auth-clients": "yes", "requirepass": "tlspass"},
     "tenants": {"requirepass": "adminsecret"},
     "metrics": {"metrics-port": 9121, "metrics-bind": "0.0.0.0"},
+    "disktier": {"disk-tier-dir": "/var/lib/cxlredis-tier", "disk-tier-size": 12 * GB,
+                 "disk-tier-promote": False},
     "existing-secret": {"requirepass": "admin pw"},
     "colocated": {"requirepass": "adminsecret", "unixsocketperm": 0o770},
     "cluster": {"cluster-enabled": True, "cluster-port": 16379, "cluster-node-timeout": 5000,
@@ -134,7 +136,8 @@ def test_users_and_tenants_load_as_declared(tmp_path, external):
     }
     assert config.tenants == (
         ("common", "users", "publisher"),
-        ("team-a", "quota", "512mb", "policy", "allkeys-lru", "users", "alice", "shared-read", "common"),
+        ("team-a", "quota", "512mb", "disk", "no", "policy", "allkeys-lru", "users", "alice", "shared-read",
+         "common"),
         ("team-b", "quota", "256mb", "min", "128mb", "priority", "2", "users", "bob", "dashboard",
          "shared-read", "common", "shared-write", "common"),
     )

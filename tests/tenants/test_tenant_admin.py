@@ -42,7 +42,7 @@ def test_create_info_set_resetstat_delete(server, admin):
     carol.get("nothing")
     info = tenant_info(server.client(), "lab")
     assert info == {
-        "name": "lab", "quota": 3 * 1024 * 1024, "guaranteed_bytes": 0, "priority": 0,
+        "name": "lab", "quota": 3 * 1024 * 1024, "guaranteed_bytes": 0, "priority": 0, "disk_tier": "yes",
         "policy": "allkeys-lfu",
         "policy_inherited": 0, "keys": 1, "expires": 0, "used_bytes": info["used_bytes"],
         "dataset_bytes": 2, "keyspace_hits": 1, "keyspace_misses": 1, "evicted_keys": 0,
@@ -54,7 +54,7 @@ def test_create_info_set_resetstat_delete(server, admin):
     # RESP3: a map, lists as arrays
     with raw_connection(server.port) as conn:
         conn.request("HELLO", "3")
-        assert conn.request("TENANT", "INFO", "lab").startswith(b"%26\r\n$4\r\nname\r\n$3\r\nlab\r\n")
+        assert conn.request("TENANT", "INFO", "lab").startswith(b"%27\r\n$4\r\nname\r\n$3\r\nlab\r\n")
 
     assert admin.request("TENANT", "SET", "lab", "QUOTA", "0", "POLICY", "inherit",
                          "SHARED-READ") == b"+OK\r\n"
@@ -113,7 +113,7 @@ def test_management_is_for_administrators(server, admin):
             assert alice.request("TENANT", *args) == (
                 f"-ERR TENANT {args[0]} is for administrators: this connection belongs to "
                 f"tenant 'team-a'\r\n").encode()
-        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*52\r\n$4\r\nname\r\n")
+        assert alice.request("TENANT", "INFO", "team-a").startswith(b"*54\r\n$4\r\nname\r\n")
     admin.request("ACL", "SETUSER", "viewer", "on", "nopass", "~*", "+@read", "+@connection")
     with login(server, "viewer") as viewer:       # no tenant, but no @admin either
         assert viewer.request("TENANT", "CREATE", "x") == (
@@ -136,8 +136,14 @@ ERRORS = [
      "volatile-random, volatile-ttl, allkeys-lfu, volatile-lfu, or inherit (the server's "
      "maxmemory-policy)"),
     (("CREATE", "n", "SIZE", "1"), "ERR unknown tenant setting 'SIZE' (expected QUOTA, MIN, PRIORITY, "
-                                   "POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ or "
-                                   "SHARED-WRITE)"),
+                                   "DISK, POLICY, ARENA, ARENA-GROUP, ARENA-WRITE, USERS, SHARED-READ "
+                                   "or SHARED-WRITE)"),
+    (("CREATE", "n", "DISK", "maybe"),
+     "ERR invalid DISK 'maybe': yes (what the arena evicts of the tenant's goes to the server's disk "
+     "tier, the default) or no"),
+    (("CREATE", "n", "QUOTA", "8mb", "ARENA", "own", "DISK", "yes"),
+     "ERR DISK is for tenants in the server's arena: a tenant with ARENA own has its whole arena to "
+     "itself"),
     (("CREATE", "n", "PRIORITY", "-1"),
      "ERR invalid PRIORITY '-1': a service class from 0 (the default, the first to give borrowed "
      "memory back) to 4294967295"),
@@ -206,7 +212,7 @@ def test_errors(admin):
         assert reply == (f"-{expected}\r\n".encode() if expected else b"+OK\r\n"), args
     assert admin.request("TENANT", "LIST") == b"*3\r\n$7\r\ndefault\r\n$6\r\nteam-a\r\n$6\r\nteam-b\r\n"
     help_lines = admin.request("TENANT", "HELP")
-    assert help_lines.startswith(b"*29\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
+    assert help_lines.startswith(b"*30\r\n+TENANT <subcommand>") and b"+WHOAMI\r\n" in help_lines
 
 
 def test_quota_and_policy_changes_apply_to_the_next_write(server, admin):

@@ -22,9 +22,9 @@ NAMES = {option.name for option in ALL_OPTIONS}
 # Every name CONFIG GET * lists: the options and Redis's aliases of them (slave-*, *-ziplist-*).
 LISTED = [name for name, _ in Config.load([], environ={}).get(["*"])]
 # Names cxlredis shares with Redis 7.0 (the rest are ours: arena-*, audit-*,
-# metrics-*, cxl-*, large-value-threshold, tenants-file, functions-file, tenant-arena-dir,
-# lua-memory-limit, tenant-mrc-*).
-SHARED = [name for name in LISTED if not name.startswith(("arena-", "audit-", "metrics-", "cxl-"))
+# metrics-*, cxl-*, disk-tier-*, large-value-threshold, tenants-file, functions-file,
+# tenant-arena-dir, lua-memory-limit, tenant-mrc-*).
+SHARED = [name for name in LISTED if not name.startswith(("arena-", "audit-", "metrics-", "cxl-", "disk-tier-"))
           and name not in ("large-value-threshold", "tenants-file", "functions-file", "tenant-arena-dir",
                            "lua-memory-limit", "tenant-mrc-sampling", "tenant-mrc-keys")]
 # Defaults that differ from redis-server's on purpose; the oracle is started with ours.

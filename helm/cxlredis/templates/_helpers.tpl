@@ -145,6 +145,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $size -}}
 {{- end -}}
 
+{{/* Where the disk tier's claim is mounted. */}}
+{{- define "cxlredis.diskTierDir" -}}
+/var/lib/cxlredis-tier
+{{- end -}}
+
 {{/* A cxlredis memory value (Redis's units: k = 1000, kb = 1024, ...) as bytes. */}}
 {{- define "cxlredis.memoryBytes" -}}
 {{- $value := lower (toString .) -}}
@@ -288,6 +293,9 @@ arena-hugepages: arena.transparentHugepages
 arena-prefault: arena.prefault
 arena-numa-node: arena.numaNode
 arena-reset: arena.reset
+disk-tier-dir: diskTier.enabled
+disk-tier-size: diskTier.size
+disk-tier-promote: diskTier.promote
 tls-port: tls.port
 tls-cert-file: tls.existingSecret
 tls-key-file: tls.existingSecret

@@ -1,0 +1,138 @@
+/* The disk tier's C part (see spill.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "hash.h"
+#include "layout.h"
+#include "spill.h"
+
+static const uint8_t cx_spill_zeros[4096];
+
+CX_API uint32_t cx_spill_head_sum(const cx_spill_head *head, const uint8_t *key) {
+    cx_spill_head h = *head;
+    h.dead = 0;
+    h.head_sum = 0;
+    uint64_t s = cx_value_sum((const uint8_t *)&h, sizeof h) ^ (cx_value_sum(key, head->key_len) * CX_K1);
+    return (uint32_t)(s ^ (s >> 32));
+}
+
+/* a note, and its key padded to 8 bytes so the next note is aligned */
+static int cx_spill_log_note(const cx_spill_note *note, const void *key) {
+    size_t need = sizeof *note + CX_SPILL_PADDED(note->key_len);
+    if (cx_spill.log_len + need > cx_spill.log_cap) {
+        size_t cap = cx_spill.log_cap ? cx_spill.log_cap : 4096;
+        while (cap < cx_spill.log_len + need) cap *= 2;
+        uint8_t *grown = realloc(cx_spill.log, cap);
+        if (!grown) return -1;
+        cx_spill.log = grown;
+        cx_spill.log_cap = cap;
+    }
+    memcpy(cx_spill.log + cx_spill.log_len, note, sizeof *note);
+    if (note->key_len) memcpy(cx_spill.log + cx_spill.log_len + sizeof *note, key, note->key_len);
+    cx_spill.log_len += need;
+    return 0;
+}
+
+static inline void cx_spill_committed(const char *base, uint64_t h) {
+    if (!cx_spill_maybe(base, h)) return;
+    cx_spill_note note = {0, 0, 0, 0, 0, h, 0, 0, 0, 0, 0, CX_SPILL_STALE, {0}};
+    if (cx_spill_log_note(&note, NULL)) cx_spill.stale_lost = 1;
+}
+
+static void cx_spill_evicted(char *base, uint64_t off) {
+    cx_entry *e = CX_E(base, off);
+    if (cx_spill.base != base || cx_spill.fd < 0 || (CX_SB(base)->tmeta[e->tenant].flags & CX_TENANT_NO_DISK))
+        return;
+    if (cx_is_coll(e->type) || e->value_len > cx_spill.max_value || !cx_value_intact(e)
+        || (e->expire_at != -1 && e->expire_at <= cx_now_ms())) {
+        cx_spill.skipped++;
+        return;
+    }
+    /* a record larger than a segment goes alone in one */
+    if (cx_spill.pos && cx_spill_end(cx_spill.pos, e->key_len, e->value_len) > cx_spill.cap) {
+        if (cx_spill.next_fd < 0) {
+            cx_spill.skipped++;
+            return;
+        }
+        cx_spill.fd = cx_spill.next_fd;
+        cx_spill.next_fd = -1;
+        cx_spill.segment++;
+        cx_spill.pos = 0;
+    }
+    cx_spill_head head = {CX_SPILL_MAGIC, cx_spill.seq + 1, CX_SB(base)->tmeta[e->tenant].incarnation,
+                          e->value_len, e->expire_at, cx_value_sum(CX_VAL(e), e->value_len), e->key_len,
+                          e->tenant, e->db, (uint8_t)(e->type & CX_TYPE_MASK), 0, {0}, 0};
+    head.head_sum = cx_spill_head_sum(&head, CX_KEY(e));
+    uint64_t pos = cx_spill.pos, value_pos = cx_spill_value_pos(pos, e->key_len, e->value_len);
+    struct iovec iov[4] = {
+        {&head, sizeof head},
+        {CX_KEY(e), e->key_len},
+        {(void *)cx_spill_zeros, value_pos - pos - sizeof head - e->key_len},
+        {CX_VAL(e), e->value_len},
+    };
+    size_t want = value_pos - pos + e->value_len;
+    ssize_t n = pwritev(cx_spill.fd, iov, 4, (off_t)pos);
+    if (n < 0 || (size_t)n != want) {
+        /* the next record goes where this one failed, so a segment has no gap */
+        cx_spill.errors++;
+        cx_spill.last_errno = n < 0 ? errno : ENOSPC;
+        return;
+    }
+    cx_spill_note note = {pos, head.seq, head.incarnation, e->value_len, head.value_sum, e->hash, e->expire_at,
+                          cx_spill.segment, e->key_len, e->tenant, e->db, head.type, {0}};
+    if (cx_spill_log_note(&note, CX_KEY(e))) {
+        cx_spill.skipped++;       /* not indexed, so never read: the record is as good as dead */
+        return;
+    }
+    cx_spill.seq++;
+    cx_spill.pos = cx_spill_end(pos, e->key_len, e->value_len);
+    cx_spill.written++;
+    cx_spill.written_bytes += e->value_len;
+    cx_spill_mark(e->hash);
+}
+
+CX_API int cx_spill_start(char *base, uint64_t cap, uint64_t seq, uint64_t max_value) {
+    if (!cx_spill.bits) {
+        cx_spill.bits = calloc((1ull << CX_SPILL_BITS_LOG2) / 64, sizeof(uint64_t));
+        if (!cx_spill.bits) return ENOMEM;
+    }
+    cx_spill.base = base;
+    cx_spill.cap = cap;
+    cx_spill.seq = seq;
+    cx_spill.max_value = max_value;
+    return 0;
+}
+
+/* the tier off: nothing spills and no commit is noted (the fds are the server's to close) */
+CX_API void cx_spill_stop(void) {
+    cx_spill.base = NULL;
+    cx_spill.fd = cx_spill.next_fd = -1;
+    free(cx_spill.bits);
+    cx_spill.bits = NULL;
+    cx_spill.bits_set = 0;
+    cx_spill_log_clear();
+}
+
+CX_API void cx_spill_mark(uint64_t h) {
+    uint64_t b = h & ((1ull << CX_SPILL_BITS_LOG2) - 1), bit = 1ull << (b & 63);
+    if (!cx_spill.bits || (cx_spill.bits[b >> 6] & bit)) return;
+    cx_spill.bits[b >> 6] |= bit;
+    cx_spill.bits_set++;
+}
+
+CX_API void cx_spill_bits_clear(void) {
+    if (cx_spill.bits) memset(cx_spill.bits, 0, (1ull << CX_SPILL_BITS_LOG2) / 8);
+    cx_spill.bits_set = 0;
+}
+
+CX_API void cx_spill_log_clear(void) {
+    cx_spill.log_len = 0;
+    cx_spill.stale_lost = 0;
+    if (cx_spill.log_cap > (4u << 20)) {      /* a burst's buffer is not kept */
+        free(cx_spill.log);
+        cx_spill.log = NULL;
+        cx_spill.log_cap = 0;
+    }
+}
