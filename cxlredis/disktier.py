@@ -32,6 +32,8 @@ back, so that is the tier's own LRU. A segment whose records have all gone back 
 deleted at once.
 """
 import asyncio
+import errno
+import fcntl
 import logging
 import os
 import time
@@ -39,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from heapq import heapify, heappop, heappush
 
 from ._cluster import key_slot
+from .files import write_atomically
 from ._store import (SPILL_DEAD_AT, SPILL_HEAD_BYTES, OutOfMemory, TenantError, now_ms, spill_geometry,
                      spill_head, spill_mark, spill_clear_marks, spill_next, spill_pending, spill_segment,
                      spill_start, spill_status, spill_stop, spill_take, value_checksum)
@@ -46,6 +49,8 @@ from ._store import (SPILL_DEAD_AT, SPILL_HEAD_BYTES, OutOfMemory, TenantError, 
 log = logging.getLogger("cxlredis")
 
 SEGMENT_NAME = "segment-{:08d}.cxd"
+LOCK_NAME = "lock"                  # flock'ed by the server using the directory
+OWNER_NAME = "arena"                # the identity of the arena the records are of
 READ_THREADS = 4
 EXPIRY_CHECKS = 1024         # expired records the cron drops per tick at most
 DEAD = b"\x01"
@@ -103,6 +108,7 @@ class DiskTier:
         self.current = None              # the segment the C part writes
         self.spare = None                # the one it goes on in when that is full
         self.reader = None
+        self.lock = -1                   # the directory's lock file, flock'ed while open
         self.stored_bytes = 0            # value bytes of the live records
         self.hits = self.hit_bytes = self.bad_records = self.dropped_for_budget = 0
         self.rebuilt_records = 0
@@ -112,8 +118,22 @@ class DiskTier:
     # --- life ------------------------------------------------------------
     def open(self, warm):
         """Start on the segments in the directory (warm: the arena was attached as it was,
-        so its records are indexed again) or on none (they are removed)."""
+        so its records are indexed again) or on none (they are removed), the directory
+        locked for this process. Raises OSError."""
         os.makedirs(self.directory, exist_ok=True)
+        self.lock = os.open(os.path.join(self.directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.lock)
+            raise OSError(errno.EBUSY, "in use by another process") from None
+        # whose records these are: another arena's, or this one's formatted anew, are not ours
+        owner_path = os.path.join(self.directory, OWNER_NAME)
+        try:
+            with open(owner_path) as owner:
+                warm = warm and owner.read() == self.arena.identity
+        except FileNotFoundError:
+            warm = False
         numbers = sorted(int(name[8:16]) for name in os.listdir(self.directory)
                          if name.startswith("segment-") and name.endswith(".cxd") and name[8:16].isdigit())
         seq = 0
@@ -123,6 +143,7 @@ class DiskTier:
         else:
             for number in numbers:
                 os.unlink(self._path(number))
+            write_atomically(owner_path, self.arena.identity.encode())     # (once they are gone)
         spill_start(self.arena, self.segment_size, seq, self.budget // 4)
         spill_clear_marks()
         for record in self.records.values():
@@ -140,8 +161,8 @@ class DiskTier:
         self.reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cxlredis-disk")
         self.arena.tier = self
         self._enforce_budget()
-        log.notice("Disk tier %s: %d records, %s of %s", self.directory, len(self.records),
-                   self.stored_bytes, self.budget)
+        log.notice("Disk tier %s: %d keys, %.1f MiB of a %.1f MiB budget", self.directory, len(self.records),
+                   self.stored_bytes / (1 << 20), self.budget / (1 << 20))
 
     def close(self):
         """Stop spilling, wait for the reads in flight (they write into the arena), and
@@ -157,6 +178,7 @@ class DiskTier:
         for segment in list(self.segments.values()) + ([self.spare] if self.spare else []):
             os.close(segment.fd)
         self.segments.clear()
+        os.close(self.lock)
 
     def _path(self, number):
         return os.path.join(self.directory, SEGMENT_NAME.format(number))

@@ -259,7 +259,10 @@ class Server:
         if self.disk_tier is not None:
             # its records are indexed again over an arena attached as it was; a new arena
             # starts it empty (what dropped its copies may have been lost with the old one)
-            self.disk_tier.open(warm=self.store.main.recovery != "new")
+            try:
+                self.disk_tier.open(warm=self.store.main.recovery != "new")
+            except OSError as e:
+                raise SystemExit(f"Cannot open the disk tier {self.disk_tier.directory}: {e.strerror}") from None
         await self.listeners.start(self.new_connection)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown.request, signal.Signals(sig).name)

@@ -134,6 +134,7 @@ cdef extern from "arena/layout.h":
         uint64_t heap_off
         uint64_t heap_size
         uint64_t hash_seed
+        uint64_t formatted_ms
         uint64_t clean
         uint64_t generation
         uint64_t hits
@@ -2313,6 +2314,13 @@ cdef class Arena(Keyspace):
         return cx_expire_cycle(open_base(self), cx_now_ms(), budget_us * 1000)
 
     # ---- tenants ----
+    @property
+    def identity(self):
+        """What tells this arena from any other, including one formatted again in its
+        place: its hash seed and the time it was formatted, as text."""
+        cdef cx_super* sb = CX_SB(open_base(self))
+        return f"{sb.hash_seed:016x}-{sb.formatted_ms}"
+
     def tenant_incarnation(self, int tenant_id):
         """The incarnation of tenant slot tenant_id: 0 when the slot is free (tenant 0's
         is whatever its slot holds)."""

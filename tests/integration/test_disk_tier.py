@@ -11,7 +11,7 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import free_port
+from conftest import ServerStartError, free_port, server_under_test
 
 KB, MB = 1 << 10, 1 << 20
 ALICE, BOB = {"username": "alice", "password": "pa"}, {"username": "bob", "password": "pb"}
@@ -428,6 +428,27 @@ def test_a_new_arena_starts_the_tier_empty(cxl_factory):
     r = server.client()
     assert tier(r)["disk_tier_keys"] == 0
     assert r.get("k") is None
+
+
+def test_a_tier_is_one_servers_and_one_arenas(cxl_factory, tmp_path):
+    """Two servers may not share a tier directory, and a tier's records are of the arena
+    that wrote them: over another arena (or its own formatted anew) it starts empty."""
+    shared = str(tmp_path / "tier")
+    first = tiered(cxl_factory, disk_tier_dir=shared)
+    r = first.client()
+    r.set("k", value("k"))
+    push_out(first)
+    assert tier(r)["disk_tier_keys"] > 0
+    second = server_under_test(**{"maxmemory": "4mb", "disk-tier-dir": shared})
+    try:
+        with pytest.raises(ServerStartError, match=f"Cannot open the disk tier {shared}: in use by another process"):
+            second.start()
+        first.stop()
+        second.start()      # its own arena, the same directory: none of the first's records
+        r2 = second.client()
+        assert tier(r2)["disk_tier_keys"] == 0 and r2.get("k") is None
+    finally:
+        second.close()
 
 
 def test_settings_and_metrics(cxl_factory):

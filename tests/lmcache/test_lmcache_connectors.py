@@ -311,3 +311,26 @@ def test_llama3_8b_sized_chunks_round_trip(scheme, server, raw):
         assert big.get(hashes) == big.expected(hashes, 1)
         big.put(hashes[:1], version=2)
         assert big.get(hashes[:1]) == big.expected(hashes[:1], 2)
+
+
+@pytest.mark.skipif(TARGET == "redis", reason="the disk tier is cxlredis's")
+@pytest.mark.parametrize("scheme", ["redis", "resp"])
+def test_chunks_evicted_to_the_disk_tier_come_back_through_lmcache(scheme):
+    """160 MiB of chunks into 64 MiB with a disk tier under the arena: LMCache's own
+    connectors, unchanged, find and read every chunk, byte for byte."""
+    srv = server_under_test(arena_size="256mb", maxmemory="64mb", maxmemory_policy="allkeys-lru",
+                            disk_tier_dir="tier", disk_tier_size="512mb")
+    try:
+        srv.start()
+        with LMCacheConnector(connector_url(scheme, srv), SMALL_CHUNK, max_chunks=MAX_CHUNKS) as lm:
+            raw = srv.client()
+            hashes = list(range(0x7000, 0x7000 + 160))
+            lm.put(hashes, version=1)
+            assert raw.info("stats")["evicted_keys"] > 0
+            assert raw.info("disktier")["disk_tier_keys"] > 0
+            assert lm.contains(hashes) == len(hashes)
+            assert lm.get(hashes) == lm.expected(hashes, 1)
+            assert raw.info("disktier")["disk_tier_hits"] > 0
+            raw.close()
+    finally:
+        srv.close()
