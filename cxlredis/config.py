@@ -850,6 +850,9 @@ OPTIONS: tuple[Option, ...] = tuple(Option(*fields) for fields in [
     ("disk-tier-size", Memory(8 * MB, LLONG_MAX), 1024 * MB, IMMUTABLE,
      "The disk tier's budget: bytes its segment files may take; the oldest records go first.",
      "arena"),
+    ("disk-tier-write-buffer", Memory(0, LLONG_MAX), 256 * MB, IMMUTABLE,
+     "Most bytes of evicted values waiting for the disk tier's writer thread (process memory "
+     "outside the arena); past it, a value is written at once, on the event loop.", "arena"),
     ("disk-tier-promote", Bool(), True, MUTABLE,
      "A key brought back from the disk tier stays in the arena (yes), or leaves it again after "
      "the command, keeping its copy on disk, unless the command changed it (no).", "arena"),

@@ -43,8 +43,9 @@ from heapq import heapify, heappop, heappush
 from ._cluster import key_slot
 from .files import write_atomically
 from ._store import (SPILL_DEAD_AT, SPILL_HEAD_BYTES, OutOfMemory, TenantError, now_ms, spill_geometry,
-                     spill_head, spill_mark, spill_clear_marks, spill_next, spill_pending, spill_segment,
-                     spill_start, spill_status, spill_stop, spill_take, value_checksum)
+                     spill_drain, spill_head, spill_kill, spill_mark, spill_clear_marks, spill_next, spill_pending,
+                     spill_segment, spill_start, spill_status, spill_stop, spill_take, spill_wait, spill_written_seq,
+                     value_checksum)
 
 log = logging.getLogger("cxlredis")
 
@@ -80,11 +81,12 @@ class Record:
 
 
 class Segment:
-    __slots__ = ("number", "path", "fd", "end", "records", "reads", "doomed")
+    __slots__ = ("number", "path", "fd", "end", "records", "last_seq", "reads", "doomed")
 
     def __init__(self, number, path, fd, end=0):
         self.number, self.path, self.fd, self.end = number, path, fd, end
         self.records = set()  # its live records
+        self.last_seq = 0     # the newest record written to it (its write may be queued)
         self.reads = 0        # reads in flight: its fd closes after the last
         self.doomed = False   # out of the index: deleted once no read is in flight
 
@@ -93,10 +95,11 @@ class DiskTier:
     """The disk tier of the server's arena (one per process: the arena's C keeps one
     spill state). Runs on the event loop, but for its reads."""
 
-    def __init__(self, arena, directory, budget, promote=True):
+    def __init__(self, arena, directory, budget, promote=True, write_buffer=256 << 20):
         self.arena = arena
         self.directory = directory
         self.budget = budget
+        self.write_buffer = write_buffer  # disk-tier-write-buffer: bytes of records queued at most
         self.promote = promote           # disk-tier-promote: a key brought back stays in the arena
         self.own_commits = {}            # key hash -> commits of copies kept on disk (promote no)
         self.put_back = 0                # values taken back out of the arena after use (promote no)
@@ -144,7 +147,7 @@ class DiskTier:
             for number in numbers:
                 os.unlink(self._path(number))
             write_atomically(owner_path, self.arena.identity.encode())     # (once they are gone)
-        spill_start(self.arena, self.segment_size, seq, self.budget // 4)
+        spill_start(self.arena, self.segment_size, seq, self.budget // 4, self.write_buffer)
         spill_clear_marks()
         for record in self.records.values():
             spill_mark(record.hash)
@@ -225,7 +228,7 @@ class DiskTier:
                 if (held or expire_at != -1 and expire_at <= now or tenant >= 64
                         or incarnation != self.arena.tenant_incarnation(tenant)
                         or older is not None and older.seq > seq):
-                    self._mark_dead(segment, pos)
+                    os.pwrite(fd, DEAD, pos + SPILL_DEAD_AT)
                 else:
                     if older is not None:
                         self.drop(older)
@@ -242,13 +245,16 @@ class DiskTier:
         self.records[record.identity] = record
         self.by_hash.setdefault(record.hash, []).append(record)
         segment.records.add(record)
+        segment.last_seq = max(segment.last_seq, record.seq)
         self.stored_bytes += record.value_len
         if record.expire_at != -1:
             heappush(self.expiring, (record.expire_at, record.seq, record))
 
-    def _mark_dead(self, segment, pos):
+    def _mark_dead(self, segment, record):
+        """Set record's dead byte: in its bytes still queued for the writer, or in the file
+        (after its write, if that is under way)."""
         try:
-            os.pwrite(segment.fd, DEAD, pos + SPILL_DEAD_AT)
+            spill_kill(record.seq, segment.fd, record.pos)
         except OSError as e:
             log.warning("Disk tier: cannot mark a record of %s dropped: %s", segment.path, e)
 
@@ -267,7 +273,7 @@ class DiskTier:
         self._unindex(record)
         segment = self.segments[record.segment]
         segment.records.discard(record)
-        self._mark_dead(segment, record.pos)
+        self._mark_dead(segment, record)
         # (while open() indexes, current is None: a segment being walked stays)
         if not segment.records and self.current is not None and segment is not self.current:
             self._delete_segment(segment)
@@ -277,6 +283,8 @@ class DiskTier:
             self._unindex(record)
         segment.records = set()
         del self.segments[segment.number]
+        if segment.last_seq > spill_written_seq():
+            spill_drain()       # its fd is about to close: no write to it may be left queued
         segment.doomed = True
         try:
             os.unlink(segment.path)
@@ -422,7 +430,7 @@ class DiskTier:
         began = time.perf_counter_ns()
         try:
             intact = await loop.run_in_executor(self.reader, read_value, segment.fd, store.slot(off), value_pos,
-                                                record.value_sum)
+                                                record.value_sum, record.seq)
         except Exception:   # the device's error, a closing reader: as good as a torn record
             intact = False
         finally:
@@ -497,10 +505,11 @@ class DiskTier:
         }
 
 
-def read_value(fd, view, pos, value_sum):
-    """(in a reader thread) Read a value into view from fd at pos: whether it came whole
-    and matches its checksum."""
+def read_value(fd, view, pos, value_sum, seq):
+    """(in a reader thread) Read the value of record seq into view from fd at pos, once
+    the writer has written it: whether it came whole and matches its checksum."""
     try:
+        spill_wait(seq)
         return os.preadv(fd, [view], pos) == len(view) and value_checksum(view) == value_sum
     finally:
         view.release()

@@ -233,7 +233,7 @@ class Server:
         if not cfg["disk-tier-dir"]:
             return None
         tier = DiskTier(self.store.main, os.path.join(cfg["dir"], cfg["disk-tier-dir"]), cfg["disk-tier-size"],
-                        cfg["disk-tier-promote"])
+                        cfg["disk-tier-promote"], cfg["disk-tier-write-buffer"])
         cfg.on_change("disk-tier-promote", lambda on: setattr(tier, "promote", on))
         return tier
 

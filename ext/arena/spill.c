@@ -1,14 +1,20 @@
 /* The disk tier's C part (see spill.h). */
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "hash.h"
 #include "layout.h"
 #include "spill.h"
 
 static const uint8_t cx_spill_zeros[4096];
+static pthread_t cx_spill_thread;
+static pthread_mutex_t cx_spill_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cx_spill_work = PTHREAD_COND_INITIALIZER, cx_spill_done = PTHREAD_COND_INITIALIZER;
 
 CX_API uint32_t cx_spill_head_sum(const cx_spill_head *head, const uint8_t *key) {
     cx_spill_head h = *head;
@@ -66,25 +72,46 @@ static void cx_spill_evicted(char *base, uint64_t off) {
                           e->tenant, e->db, (uint8_t)(e->type & CX_TYPE_MASK), 0, {0}, 0};
     head.head_sum = cx_spill_head_sum(&head, CX_KEY(e));
     uint64_t pos = cx_spill.pos, value_pos = cx_spill_value_pos(pos, e->key_len, e->value_len);
-    struct iovec iov[4] = {
-        {&head, sizeof head},
-        {CX_KEY(e), e->key_len},
-        {(void *)cx_spill_zeros, value_pos - pos - sizeof head - e->key_len},
-        {CX_VAL(e), e->value_len},
-    };
-    size_t want = value_pos - pos + e->value_len;
-    ssize_t n = pwritev(cx_spill.fd, iov, 4, (off_t)pos);
-    if (n < 0 || (size_t)n != want) {
-        /* the next record goes where this one failed, so a segment has no gap */
-        cx_spill.errors++;
-        cx_spill.last_errno = n < 0 ? errno : ENOSPC;
-        return;
-    }
+    uint64_t pad = value_pos - pos - sizeof head - e->key_len, len = value_pos - pos + e->value_len;
     cx_spill_note note = {pos, head.seq, head.incarnation, e->value_len, head.value_sum, e->hash, e->expire_at,
                           cx_spill.segment, e->key_len, e->tenant, e->db, head.type, {0}};
+    cx_spill_job *job = NULL;
+    if (cx_spill_staged() + len <= cx_spill.staging_cap) {
+        job = malloc(sizeof *job + len);
+        if (!job) {
+            cx_spill.skipped++;
+            return;
+        }
+        *job = (cx_spill_job){NULL, cx_spill.fd, pos, len, head.seq, 0};
+        memcpy(job->data, &head, sizeof head);
+        memcpy(job->data + sizeof head, CX_KEY(e), e->key_len);
+        memset(job->data + sizeof head + e->key_len, 0, pad);
+        memcpy(job->data + (value_pos - pos), CX_VAL(e), e->value_len);
+    } else {
+        /* the writer is that far behind: this one is written here, after the others */
+        cx_spill_drain();
+        struct iovec iov[4] = {
+            {&head, sizeof head}, {CX_KEY(e), e->key_len}, {(void *)cx_spill_zeros, pad}, {CX_VAL(e), e->value_len},
+        };
+        ssize_t n = pwritev(cx_spill.fd, iov, 4, (off_t)pos);
+        if (n < 0 || (uint64_t)n != len) {
+            /* the next record goes where this one failed, so a segment has no gap */
+            __atomic_add_fetch(&cx_spill.errors, 1, __ATOMIC_RELAXED);
+            cx_spill.last_errno = n < 0 ? errno : ENOSPC;
+            return;
+        }
+    }
     if (cx_spill_log_note(&note, CX_KEY(e))) {
-        cx_spill.skipped++;       /* not indexed, so never read: the record is as good as dead */
+        free(job);
+        cx_spill.skipped++;       /* not indexed, so never read: as good as dead */
         return;
+    }
+    if (job) {
+        cx_spill_queue(job);
+    } else {
+        pthread_mutex_lock(&cx_spill_mu);
+        cx_spill.written_seq = head.seq;
+        pthread_mutex_unlock(&cx_spill_mu);
     }
     cx_spill.seq++;
     cx_spill.pos = cx_spill_end(pos, e->key_len, e->value_len);
@@ -93,20 +120,118 @@ static void cx_spill_evicted(char *base, uint64_t off) {
     cx_spill_mark(e->hash);
 }
 
-CX_API int cx_spill_start(char *base, uint64_t cap, uint64_t seq, uint64_t max_value) {
+/* ---- the writer thread: the records' writes, in the order they were queued ---- */
+
+static uint64_t cx_spill_staged(void) {
+    pthread_mutex_lock(&cx_spill_mu);
+    uint64_t staged = cx_spill.staged;
+    pthread_mutex_unlock(&cx_spill_mu);
+    return staged;
+}
+
+static void cx_spill_queue(cx_spill_job *job) {
+    pthread_mutex_lock(&cx_spill_mu);
+    if (cx_spill.tail) cx_spill.tail->next = job;
+    else cx_spill.head = job;
+    cx_spill.tail = job;
+    cx_spill.staged += job->len;
+    pthread_cond_signal(&cx_spill_work);
+    pthread_mutex_unlock(&cx_spill_mu);
+}
+
+static void *cx_spill_writer(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&cx_spill_mu);
+    for (;;) {
+        while (!cx_spill.head && !cx_spill.stopping) pthread_cond_wait(&cx_spill_work, &cx_spill_mu);
+        cx_spill_job *job = cx_spill.head;
+        if (!job) break;                    /* stopping, and nothing left */
+        job->started = 1;
+        pthread_mutex_unlock(&cx_spill_mu);
+        uint64_t done = 0;
+        while (done < job->len) {
+            ssize_t n = pwrite(job->fd, job->data + done, job->len - done, (off_t)(job->pos + done));
+            if (n <= 0) {
+                if (n < 0 && errno == EINTR) continue;
+                __atomic_add_fetch(&cx_spill.errors, 1, __ATOMIC_RELAXED);
+                cx_spill.last_errno = n < 0 ? errno : ENOSPC;
+                break;
+            }
+            done += (uint64_t)n;
+        }
+        pthread_mutex_lock(&cx_spill_mu);
+        cx_spill.head = job->next;
+        if (!cx_spill.head) cx_spill.tail = NULL;
+        cx_spill.staged -= job->len;
+        cx_spill.written_seq = job->seq;
+        pthread_cond_broadcast(&cx_spill_done);
+        free(job);
+    }
+    pthread_mutex_unlock(&cx_spill_mu);
+    return NULL;
+}
+
+CX_API void cx_spill_wait(uint64_t seq) {
+    pthread_mutex_lock(&cx_spill_mu);
+    while (cx_spill.written_seq < seq && cx_spill.head) pthread_cond_wait(&cx_spill_done, &cx_spill_mu);
+    pthread_mutex_unlock(&cx_spill_mu);
+}
+
+CX_API void cx_spill_drain(void) {
+    pthread_mutex_lock(&cx_spill_mu);
+    while (cx_spill.head) pthread_cond_wait(&cx_spill_done, &cx_spill_mu);
+    pthread_mutex_unlock(&cx_spill_mu);
+}
+
+CX_API uint64_t cx_spill_written_seq(void) {
+    pthread_mutex_lock(&cx_spill_mu);
+    uint64_t seq = cx_spill.written_seq;
+    pthread_mutex_unlock(&cx_spill_mu);
+    return seq;
+}
+
+CX_API int cx_spill_kill(uint64_t seq, int fd, uint64_t pos) {
+    pthread_mutex_lock(&cx_spill_mu);
+    for (cx_spill_job *job = cx_spill.head; job; job = job->next) {
+        if (job->seq == seq && !job->started) {
+            job->data[offsetof(cx_spill_head, dead)] = 1;      /* written dead, then */
+            pthread_mutex_unlock(&cx_spill_mu);
+            return 0;
+        }
+    }
+    /* written, or being written: the mark goes after it */
+    while (cx_spill.written_seq < seq && cx_spill.head) pthread_cond_wait(&cx_spill_done, &cx_spill_mu);
+    pthread_mutex_unlock(&cx_spill_mu);
+    static const uint8_t dead = 1;
+    return pwrite(fd, &dead, 1, (off_t)(pos + offsetof(cx_spill_head, dead))) == 1 ? 0 : errno;
+}
+
+CX_API int cx_spill_start(char *base, uint64_t cap, uint64_t seq, uint64_t max_value, uint64_t staging_cap) {
     if (!cx_spill.bits) {
         cx_spill.bits = calloc((1ull << CX_SPILL_BITS_LOG2) / 64, sizeof(uint64_t));
         if (!cx_spill.bits) return ENOMEM;
     }
+    cx_spill.stopping = 0;
+    int err = pthread_create(&cx_spill_thread, NULL, cx_spill_writer, NULL);
+    if (err) return err;
     cx_spill.base = base;
     cx_spill.cap = cap;
-    cx_spill.seq = seq;
+    cx_spill.seq = cx_spill.written_seq = seq;
     cx_spill.max_value = max_value;
+    cx_spill.staging_cap = staging_cap;
     return 0;
 }
 
-/* the tier off: nothing spills and no commit is noted (the fds are the server's to close) */
+/* the tier off: the writer finishes what was queued and ends; nothing spills and no
+   commit is noted (the fds are the server's to close) */
 CX_API void cx_spill_stop(void) {
+    if (cx_spill.base) {
+        pthread_mutex_lock(&cx_spill_mu);
+        cx_spill.stopping = 1;
+        pthread_cond_signal(&cx_spill_work);
+        pthread_mutex_unlock(&cx_spill_mu);
+        pthread_join(cx_spill_thread, NULL);
+    }
     cx_spill.base = NULL;
     cx_spill.fd = cx_spill.next_fd = -1;
     free(cx_spill.bits);

@@ -1,7 +1,10 @@
 /* The disk tier's C part (cxlredis/disktier.py is the rest). While the server gives it
-   a segment file, an entry the arena evicts is written there before its block is freed:
-   one pwritev from the mapping, so the kernel copies the value and nothing else does.
-   Each record written is noted for the server, which indexes it.
+   a segment file, an entry the arena evicts is copied, before its block is freed, into
+   a record a writer thread writes to the segment, in order, off the event loop; when the
+   writer is staging_cap bytes behind, a record is written in place (one pwritev from
+   the mapping) after the queue. Each record is noted for the server, which indexes it
+   at once: a read of it waits for its write (cx_spill_wait), and a drop marks it dead in
+   its queued bytes or, once written, in the file (cx_spill_kill).
 
    A copy on disk is never newer than the arena: a bitmap over the hashes of the keys
    written lets a commit tell, in one test, that its key may have a copy, and the hash
@@ -50,6 +53,15 @@ typedef struct {
     uint8_t pad[3];
 } cx_spill_note;
 
+/* A record to write: its bytes, copied from the arena when it was evicted. */
+typedef struct cx_spill_job {
+    struct cx_spill_job *next;
+    int fd;
+    uint64_t pos, len, seq;
+    int started;             /* the writer has taken it */
+    uint8_t data[];
+} cx_spill_job;
+
 typedef struct {
     char *base;              /* the arena that spills; NULL: the tier is off */
     int fd, next_fd;         /* the segment written and the one to go on in when it is full (-1: none) */
@@ -65,9 +77,14 @@ typedef struct {
     int stale_lost;          /* a stale hash was not kept: every copy must go */
     uint64_t written, written_bytes, skipped, errors;
     int last_errno;
+    /* the writer thread's queue (under cx_spill_mu): jobs in seq order */
+    cx_spill_job *head, *tail;
+    uint64_t staged, staging_cap;     /* bytes queued; the most that may be (past it, written in place) */
+    uint64_t written_seq;             /* every record up to this seq is written */
+    int stopping;
 } cx_spill_state;
 
-static cx_spill_state cx_spill = {NULL, -1, -1, 0, 0, 0, 0, 0, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+static cx_spill_state cx_spill = {.base = NULL, .fd = -1, .next_fd = -1};
 
 static inline int cx_spill_maybe(const char *base, uint64_t h) {
     uint64_t b = h & ((1ull << CX_SPILL_BITS_LOG2) - 1);
@@ -90,7 +107,16 @@ static void cx_spill_evicted(char *base, uint64_t off);
 /* a commit made (tenant, pdb, key) of hash h live: note h if a copy may be on disk */
 static inline void cx_spill_committed(const char *base, uint64_t h);
 CX_API uint32_t cx_spill_head_sum(const cx_spill_head *head, const uint8_t *key);
-CX_API int cx_spill_start(char *base, uint64_t cap, uint64_t seq, uint64_t max_value);
+CX_API int cx_spill_start(char *base, uint64_t cap, uint64_t seq, uint64_t max_value, uint64_t staging_cap);
+/* wait (off the event loop) until the record of seq is written */
+CX_API void cx_spill_wait(uint64_t seq);
+/* wait until every queued record is written */
+CX_API void cx_spill_drain(void);
+CX_API uint64_t cx_spill_written_seq(void);
+/* mark record seq, at pos in fd, dropped: in its queued bytes, or in the file once written */
+CX_API int cx_spill_kill(uint64_t seq, int fd, uint64_t pos);
+static uint64_t cx_spill_staged(void);
+static void cx_spill_queue(cx_spill_job *job);
 CX_API void cx_spill_stop(void);
 CX_API void cx_spill_mark(uint64_t h);
 CX_API void cx_spill_bits_clear(void);

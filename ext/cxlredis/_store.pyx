@@ -346,7 +346,11 @@ cdef extern from "arena/spill.h":
     uint64_t cx_spill_value_pos(uint64_t pos, uint64_t key_len, uint64_t value_len) nogil
     uint64_t cx_spill_end(uint64_t pos, uint64_t key_len, uint64_t value_len) nogil
     uint32_t cx_spill_head_sum(const cx_spill_head* head, const uint8_t* key) nogil
-    int cx_spill_start(char* base, uint64_t cap, uint64_t seq, uint64_t max_value) nogil
+    int cx_spill_start(char* base, uint64_t cap, uint64_t seq, uint64_t max_value, uint64_t staging_cap) nogil
+    void cx_spill_wait(uint64_t seq) nogil
+    void cx_spill_drain() nogil
+    uint64_t cx_spill_written_seq() nogil
+    int cx_spill_kill(uint64_t seq, int fd, uint64_t pos) nogil
     void cx_spill_stop() nogil
     void cx_spill_mark(uint64_t h) nogil
     void cx_spill_bits_clear() nogil
@@ -584,13 +588,39 @@ cdef cx_spill_head _head_layout
 SPILL_DEAD_AT = <char*>&_head_layout.dead - <char*>&_head_layout
 
 
-def spill_start(Arena arena, uint64_t cap, uint64_t seq, uint64_t max_value):
-    """Spill arena's evicted entries (of the tenants spill_tenants names) to the segments
-    spill_segment and spill_next give, each segment up to cap bytes, numbering records
-    from seq + 1; values above max_value are not spilled."""
-    cdef int err = cx_spill_start(open_base(arena), cap, seq, max_value)
+def spill_start(Arena arena, uint64_t cap, uint64_t seq, uint64_t max_value, uint64_t staging_cap):
+    """Spill arena's evicted entries to the segments spill_segment and spill_next give,
+    each segment up to cap bytes, numbering records from seq + 1; values above max_value
+    are not spilled. A writer thread writes them, up to staging_cap bytes behind."""
+    cdef int err = cx_spill_start(open_base(arena), cap, seq, max_value, staging_cap)
     if err:
-        raise MemoryError(os.strerror(err))
+        raise OSError(err, os.strerror(err))
+
+
+def spill_wait(uint64_t seq):
+    """Wait (the GIL released) until the record of seq is written."""
+    with nogil:
+        cx_spill_wait(seq)
+
+
+def spill_drain():
+    """Wait (the GIL released) until every record queued is written."""
+    with nogil:
+        cx_spill_drain()
+
+
+def spill_written_seq():
+    return cx_spill_written_seq()
+
+
+def spill_kill(uint64_t seq, int fd, uint64_t pos):
+    """Mark the record of seq, at pos in fd, dropped (waiting, the GIL released, for a
+    write of it under way); raises OSError if the file refuses."""
+    cdef int err
+    with nogil:
+        err = cx_spill_kill(seq, fd, pos)
+    if err:
+        raise OSError(err, os.strerror(err))
 
 
 def spill_stop():

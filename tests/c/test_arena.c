@@ -1243,9 +1243,11 @@ static void test_slot_index_follows_the_index(void) {
 
 /* ---------------------------------------------------------------- the disk tier's writes */
 
-/* An evicted string is written whole, with a header that checks; a collection, an
-   expired entry and a tenant that does not spill are not; a full segment goes on in the
-   next one; a commit of a key that was written is noted as stale, in order. */
+/* An evicted string is written whole by the writer thread, with a header that checks;
+   an expired entry and a tenant that does not spill are not; a full segment goes on in
+   the next one; a commit of a key that was written is noted as stale, in order; a record
+   dropped while queued is written dead; with no room to queue, records are written in
+   place. */
 static void test_spill_writes_what_is_evicted(const char *dir) {
     char *base = new_arena();
     cx_super *sb = CX_SB(base);
@@ -1257,7 +1259,7 @@ static void test_spill_writes_what_is_evicted(const char *dir) {
     snprintf(path + strlen(path), 16, ".next");
     int next = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     CHECK(fd >= 0 && next >= 0);
-    CHECK_EQ(cx_spill_start(base, 40 * KIB, 100, 32 * KIB), 0);
+    CHECK_EQ(cx_spill_start(base, 40 * KIB, 100, 32 * KIB, 1024 * KIB), 0);
     cx_spill.fd = fd;
     cx_spill.next_fd = next;
     for (int i = 0; i < 8; i++) {
@@ -1276,6 +1278,9 @@ static void test_spill_writes_what_is_evicted(const char *dir) {
     CHECK_EQ(cx_spill.written, 7);
     CHECK_EQ(cx_spill.skipped, 1);
     CHECK_EQ(cx_spill.segment, 1);
+    cx_spill_drain();
+    CHECK_EQ(cx_spill_written_seq(), 107);
+    CHECK(cx_spill.head == NULL && cx_spill.staged == 0);
     cx_spill_head head;
     uint8_t kbuf[8], vbuf[8 * KIB];
     CHECK_EQ(pread(fd, &head, sizeof head, 0), sizeof head);
@@ -1327,8 +1332,42 @@ static void test_spill_writes_what_is_evicted(const char *dir) {
         CHECK_EQ(note->tenant, 0);
     }
     CHECK_EQ(records, sb->tenants[0].evicted - 9);     /* k0..k8 went before */
+    /* dropped while queued: written dead; dropped once written: marked in the file */
+    cx_spill_drain();
+    uint64_t written_before = cx_spill_written_seq();
+    cx_spill_note *first = (cx_spill_note *)cx_spill.log;
+    CHECK(records >= 1 && first->seq == written_before - (uint64_t)records + 1);
+    int written_to = cx_spill.fd;               /* the segment these went to (the second) */
+    CHECK_EQ(written_to, next);
+    uint8_t dead = 0;
+    CHECK_EQ(pread(written_to, &dead, 1, first->pos + offsetof(cx_spill_head, dead)), 1);
+    CHECK_EQ(dead, 0);
+    CHECK_EQ(cx_spill_kill(first->seq, written_to, first->pos), 0);
+    CHECK_EQ(pread(written_to, &dead, 1, first->pos + offsetof(cx_spill_head, dead)), 1);
+    CHECK_EQ(dead, 1);
+    /* no room to queue: written in place, after the queue (cx_spill_evicted called on a
+       live entry of tenant 0, as an eviction would) */
+    uint64_t live = find(base, 0, 0, "k0");
+    CHECK(live != 0);
+    cx_spill.staging_cap = 0;
+    cx_spill_log_clear();
+    cx_spill_evicted(base, live);
+    CHECK(cx_spill.log_len != 0 && cx_spill.head == NULL);
+    CHECK_EQ(cx_spill_written_seq(), cx_spill.seq);
+    cx_spill_note *in_place = (cx_spill_note *)cx_spill.log;
+    CHECK_EQ(pread(written_to, &head, sizeof head, in_place->pos), sizeof head);
+    CHECK_EQ(head.seq, in_place->seq);
+    CHECK_EQ(head.value_len, 4);                       /* "back" */
     cx_spill_stop();
     CHECK(!cx_spill_maybe(base, cx_key_hash(sb, 0, 0, (const uint8_t *)"k3", 2)));
+    /* a record dropped while still queued is written dead (no writer runs now: it stays queued) */
+    cx_spill_job *job = calloc(1, sizeof *job + sizeof head);
+    *job = (cx_spill_job){NULL, fd, 0, sizeof head, 999, 0};
+    cx_spill.head = cx_spill.tail = job;
+    CHECK_EQ(cx_spill_kill(999, fd, 0), 0);
+    CHECK_EQ(job->data[offsetof(cx_spill_head, dead)], 1);
+    cx_spill.head = cx_spill.tail = NULL;
+    free(job);
     close(fd);
     close(next);
     unlink(path);

@@ -456,7 +456,7 @@ def test_settings_and_metrics(cxl_factory):
     server = tiered(cxl_factory, metrics_port=port)
     r = server.client()
     assert r.config_get("disk-tier-*") == {"disk-tier-dir": "tier", "disk-tier-size": str(64 * MB),
-                                           "disk-tier-promote": "yes"}
+                                           "disk-tier-write-buffer": str(256 * MB), "disk-tier-promote": "yes"}
     with pytest.raises(redis.ResponseError, match="can't set immutable config"):
         r.config_set("disk-tier-size", "1gb")
     r.set("k", value("k"))
