@@ -44,8 +44,8 @@ from ._cluster import key_slot
 from .files import write_atomically
 from ._store import (SPILL_DEAD_AT, SPILL_HEAD_BYTES, OutOfMemory, TenantError, now_ms, spill_geometry,
                      spill_drain, spill_head, spill_kill, spill_mark, spill_clear_marks, spill_next, spill_pending,
-                     spill_segment, spill_start, spill_status, spill_stop, spill_take, spill_wait, spill_written_seq,
-                     value_checksum)
+                     spill_queued_bytes, spill_segment, spill_start, spill_status, spill_stop, spill_take, spill_wait,
+                     spill_written_seq, value_checksum)
 
 log = logging.getLogger("cxlredis")
 
@@ -302,8 +302,10 @@ class DiskTier:
         for segment_no, pos, seq, incarnation, value_len, expire_at, value_sum, tenant, db, type_, hash_, key \
                 in noted:
             if key is None:             # a commit of a key that may have a copy: hash_ is its hash
-                if self.own_commits.get(hash_):
-                    self.own_commits[hash_] -= 1        # a copy brought back and kept on disk
+                if hash_ in self.own_commits:        # a copy brought back and kept on disk
+                    self.own_commits[hash_] -= 1
+                    if not self.own_commits[hash_]:
+                        del self.own_commits[hash_]
                     continue
                 for record in list(self.by_hash.get(hash_, ())):
                     self.drop(record)
@@ -318,7 +320,10 @@ class DiskTier:
             older = self.records.get(record.identity)
             if older is not None:
                 self.drop(older)
-            self._index(record, self.segments[segment_no])
+            segment = self.segments[segment_no]
+            # (a segment the C part left since the last settle is counted to its last record)
+            segment.end = max(segment.end, spill_geometry(pos, len(key), value_len)[1])
+            self._index(record, segment)
         if lost:
             log.warning("Disk tier: out of memory noting stale copies; dropping every copy")
             self.forget()
@@ -498,6 +503,7 @@ class DiskTier:
             "disk_tier_read_usec": self.read_usec,
             "disk_tier_written": status[5],
             "disk_tier_written_bytes": status[6],
+            "disk_tier_queued_bytes": spill_queued_bytes(),
             "disk_tier_not_written": status[7],
             "disk_tier_write_errors": status[8],
             "disk_tier_bad_records": self.bad_records,

@@ -56,6 +56,7 @@ DISK_TIER_METRICS = (
     ("disk_tier_read_usec", True, "Microseconds those reads took, summed."),
     ("disk_tier_written", True, "Entries evicted from the arena and written to the disk tier."),
     ("disk_tier_written_bytes", True, "Value bytes written to the disk tier."),
+    ("disk_tier_queued_bytes", False, "Bytes of evicted values waiting for the disk tier's writer thread."),
     ("disk_tier_not_written", True,
      "Evicted entries not written: collections, expired, too large, or no segment ready."),
     ("disk_tier_write_errors", True, "Writes to the disk tier that failed (e.g. a full file system)."),

@@ -122,7 +122,7 @@ static void cx_spill_evicted(char *base, uint64_t off) {
 
 /* ---- the writer thread: the records' writes, in the order they were queued ---- */
 
-static uint64_t cx_spill_staged(void) {
+CX_API uint64_t cx_spill_staged(void) {
     pthread_mutex_lock(&cx_spill_mu);
     uint64_t staged = cx_spill.staged;
     pthread_mutex_unlock(&cx_spill_mu);

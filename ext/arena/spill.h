@@ -115,7 +115,8 @@ CX_API void cx_spill_drain(void);
 CX_API uint64_t cx_spill_written_seq(void);
 /* mark record seq, at pos in fd, dropped: in its queued bytes, or in the file once written */
 CX_API int cx_spill_kill(uint64_t seq, int fd, uint64_t pos);
-static uint64_t cx_spill_staged(void);
+/* bytes queued for the writer */
+CX_API uint64_t cx_spill_staged(void);
 static void cx_spill_queue(cx_spill_job *job);
 CX_API void cx_spill_stop(void);
 CX_API void cx_spill_mark(uint64_t h);

@@ -350,6 +350,7 @@ cdef extern from "arena/spill.h":
     void cx_spill_wait(uint64_t seq) nogil
     void cx_spill_drain() nogil
     uint64_t cx_spill_written_seq() nogil
+    uint64_t cx_spill_staged() nogil
     int cx_spill_kill(uint64_t seq, int fd, uint64_t pos) nogil
     void cx_spill_stop() nogil
     void cx_spill_mark(uint64_t h) nogil
@@ -611,6 +612,11 @@ def spill_drain():
 
 def spill_written_seq():
     return cx_spill_written_seq()
+
+
+def spill_queued_bytes():
+    """Bytes of records waiting for the writer thread."""
+    return cx_spill_staged()
 
 
 def spill_kill(uint64_t seq, int fd, uint64_t pos):

@@ -51,6 +51,15 @@ def squeeze(client, maxmemory):
     client.config_set("maxmemory", maxmemory)
 
 
+def written(client):
+    """Wait until the tier's writer thread has written every record queued (what a kill -9
+    would otherwise lose: a cache miss, never a wrong value)."""
+    deadline = time.time() + 10
+    while tier(client)["disk_tier_queued_bytes"] and time.time() < deadline:
+        time.sleep(0.01)
+    assert tier(client)["disk_tier_queued_bytes"] == 0
+
+
 def on_disk_only(client, key):
     """key is not in the arena (SCAN sees only the arena, and names no key to bring back)."""
     return key.encode() not in set(client.scan_iter(match=key))
@@ -171,6 +180,7 @@ def test_what_a_command_did_to_a_key_on_disk_holds(cxl_factory, op, expected):
     assert r.get("k") == expected
     push_out(server)
     assert r.get("k") == expected
+    written(r)
     server.kill9()
     server.start()
     r = server.client()
@@ -276,6 +286,7 @@ def test_a_damaged_record_is_never_served(cxl_factory):
     r = server.client()
     r.set("k", value("k"))
     push_out(server)
+    written(r)
     server.kill9()
     first = segments(server)[0]
     with open(first, "r+b") as f:
@@ -298,6 +309,7 @@ def test_a_record_cut_short_is_never_served(cxl_factory):
     for i in range(3):
         r.set(f"k{i}", value(f"k{i}"))
     push_out(server)
+    written(r)
     server.kill9()
     first = segments(server)[0]
     with open(first, "r+b") as f:
@@ -498,6 +510,7 @@ def test_without_promotion_a_value_read_stays_on_disk(cxl_factory):
     assert 0 < r.pttl("expired") <= 60_000
     # read three times; changed, moved and expired once each since they were written again
     assert tier(r)["disk_tier_put_back"] == 3 + 3
+    written(r)
     server.kill9()
     server.start()
     r = server.client()
