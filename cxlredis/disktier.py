@@ -1,9 +1,9 @@
 """The disk tier under the arena: what the arena evicts is kept on disk and brought back
 on its next use.
 
-The arena's C writes an entry it evicts to the open segment file before the entry's
-block is freed (ext/arena/spill.h): one pwritev from the mapping. This module indexes
-those records, brings them back, and keeps the tier within its budget.
+The arena's C copies an entry it evicts, before the entry's block is freed, into a record
+that a writer thread appends to the open segment file (ext/arena/spill.h). This module
+indexes those records, brings them back, and keeps the tier within its budget.
 
 A key lives in one tier at a time. A command whose keys (the command table's) include
 some with a copy on disk is held while the copies are read, off the event loop, into
@@ -20,16 +20,16 @@ key length, tenant, db, type, dead byte, header checksum), key, value; the value
 checked when it is read back, so a torn or damaged record is never served. A dropped
 record gets its dead byte set. After a restart on a warm arena the index is rebuilt
 from the segments: the walk of a segment stops at the first record that fails its
-header check (a write cut short), a key the arena holds keeps none of its copies, and
-of two copies of a key the one with the higher seq wins. On a new arena the tier starts
-empty: what dropped its copies may be lost with the old arena.
+header check (a write cut short, or one still queued at a kill -9), a key the arena
+holds keeps none of its copies, and of two copies of a key the one with the higher seq
+wins. On a new arena, or another arena's directory, the tier starts empty: what dropped
+its copies may be lost with the old arena.
 
 The budget counts the segments' bytes; values of up to a quarter of it are written (one
 larger than a segment has a segment of its own). Records leave oldest first, a segment
-at a time:
-they were written in the order the arena's LRU evicted them, and any use brings a record
-back, so that is the tier's own LRU. A segment whose records have all gone back is
-deleted at once.
+at a time: they were written in the order the arena's LRU evicted them, and any use
+brings a record back, so that is the tier's own LRU. A segment whose records have all
+gone back is deleted at once.
 """
 import asyncio
 import errno
@@ -359,14 +359,18 @@ class DiskTier:
     # --- what commands see ---------------------------------------------
     def waiting(self, store, db, keys):
         """The records of keys (of db in store's keyspace) that are on disk and nowhere
-        else: [(key, record)]."""
+        else: [(key, record)]; none for a tenant dropped meanwhile (its copies went with
+        it, and its command meets the error itself)."""
         self.settle()
         found = []
         now = None
         for key in keys:
             if type(key) is not bytes:
                 key = bytes(key)
-            tenant, pdb, _, maybe = store.disk_identity(db, key)
+            try:
+                tenant, pdb, _, maybe = store.disk_identity(db, key)
+            except TenantError:
+                return []
             if not maybe:
                 continue
             record = self.records.get((tenant, pdb, key))
