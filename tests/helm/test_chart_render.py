@@ -376,6 +376,9 @@ def test_disk_tier_on_a_claim():
     assert lines["disk-tier-dir"] == "/var/lib/cxlredis-tier"
     assert lines["disk-tier-size"] == "12288mb"        # three quarters of the claim
     assert lines["disk-tier-promote"] == "no"
+    assert lines["disk-tier-write-buffer"] == "128mb"
+    # the writer's buffer is the container's memory too: arena 1024 Mi + 512 Mi + 128 Mi
+    assert server_container(docs)["resources"]["limits"]["memory"] == "1664Mi"
     assert "disk-tier-dir" not in config_lines(render("defaults"))
 
 

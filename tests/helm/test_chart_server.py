@@ -92,7 +92,7 @@ EXPECTED = {
     "tenants": {"requirepass": "adminsecret"},
     "metrics": {"metrics-port": 9121, "metrics-bind": "0.0.0.0"},
     "disktier": {"disk-tier-dir": "/var/lib/cxlredis-tier", "disk-tier-size": 12 * GB,
-                 "disk-tier-promote": False},
+                 "disk-tier-promote": False, "disk-tier-write-buffer": 128 * MB},
     "existing-secret": {"requirepass": "admin pw"},
     "colocated": {"requirepass": "adminsecret", "unixsocketperm": 0o770},
     "cluster": {"cluster-enabled": True, "cluster-port": 16379, "cluster-node-timeout": 5000,

@@ -231,6 +231,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.colocated.enabled .Values.colocated.memoryBacked -}}
 {{- $memory = add $memory (include "cxlredis.tenantArenasMebibytes" . | int64) -}}
 {{- end -}}
+{{- if .Values.diskTier.enabled -}}
+{{- $memory = add $memory (include "cxlredis.mebibytes" .Values.diskTier.writeBuffer | int64) -}}
+{{- end -}}
 {{- $_ := set $limits "memory" (printf "%dMi" $memory) -}}
 {{- if not (hasKey $requests "memory") -}}
 {{- $_ := set $requests "memory" (printf "%dMi" $memory) -}}
@@ -296,6 +299,7 @@ arena-reset: arena.reset
 disk-tier-dir: diskTier.enabled
 disk-tier-size: diskTier.size
 disk-tier-promote: diskTier.promote
+disk-tier-write-buffer: diskTier.writeBuffer
 tls-port: tls.port
 tls-cert-file: tls.existingSecret
 tls-key-file: tls.existingSecret
