@@ -240,6 +240,20 @@ CX_API void cx_spill_stop(void) {
     cx_spill_log_clear();
 }
 
+/* In a forked child (SCRIPT DEBUG YES): the writer thread stayed in the parent and the
+   segments are the parent's, so nothing spills and no commit is noted here; the queue is
+   forgotten, not freed (its jobs were the parent's), and the lock made anew (the
+   parent's writer may have held it at the fork). */
+CX_API void cx_spill_forget(void) {
+    cx_spill.base = NULL;
+    cx_spill.fd = cx_spill.next_fd = -1;
+    cx_spill.head = cx_spill.tail = NULL;
+    cx_spill.staged = 0;
+    pthread_mutex_init(&cx_spill_mu, NULL);
+    pthread_cond_init(&cx_spill_work, NULL);
+    pthread_cond_init(&cx_spill_done, NULL);
+}
+
 CX_API void cx_spill_mark(uint64_t h) {
     uint64_t b = h & ((1ull << CX_SPILL_BITS_LOG2) - 1), bit = 1ull << (b & 63);
     if (!cx_spill.bits || (cx_spill.bits[b >> 6] & bit)) return;

@@ -119,6 +119,7 @@ CX_API int cx_spill_kill(uint64_t seq, int fd, uint64_t pos);
 CX_API uint64_t cx_spill_staged(void);
 static void cx_spill_queue(cx_spill_job *job);
 CX_API void cx_spill_stop(void);
+CX_API void cx_spill_forget(void);
 CX_API void cx_spill_mark(uint64_t h);
 CX_API void cx_spill_bits_clear(void);
 CX_API void cx_spill_log_clear(void);

@@ -353,6 +353,7 @@ cdef extern from "arena/spill.h":
     uint64_t cx_spill_staged() nogil
     int cx_spill_kill(uint64_t seq, int fd, uint64_t pos) nogil
     void cx_spill_stop() nogil
+    void cx_spill_forget() nogil
     void cx_spill_mark(uint64_t h) nogil
     void cx_spill_bits_clear() nogil
     void cx_spill_log_clear() nogil
@@ -2247,12 +2248,16 @@ cdef class Arena(Keyspace):
         """Keep this process's writes to itself (a forked child's, SCRIPT DEBUG YES): the
         mapping becomes a private copy of the same bytes at the same address, and the
         backing's pages are neither allocated nor punched any more (a punch would reach the
-        file the server maps). The warmer's thread stayed in the parent: it is forgotten.
-        OSError if the backing cannot be mapped so (a device)."""
+        file the server maps). The warmer's thread stayed in the parent: it is forgotten;
+        so is the disk tier, whose files are the parent's (nothing spills or is dropped
+        here). OSError if the backing cannot be mapped so (a device)."""
         cdef char* base = open_base(self)
         cdef int err = cx_os_map_private(self.fd, self.offset, self.map_size, base)
         if err:
             raise OSError(err, os.strerror(err), self.path)
+        if cx_spill.base == base:
+            cx_spill_forget()
+        self.tier = None
         self.warmer = NULL
         self.grain = 0
         self.releases_pages = False

@@ -11,7 +11,7 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import ServerStartError, free_port, server_under_test
+from conftest import ServerStartError, encode_command, free_port, raw_connection, server_under_test
 
 KB, MB = 1 << 10, 1 << 20
 ALICE, BOB = {"username": "alice", "password": "pa"}, {"username": "bob", "password": "pb"}
@@ -461,6 +461,29 @@ def test_a_tier_is_one_servers_and_one_arenas(cxl_factory, tmp_path):
         assert tier(r2)["disk_tier_keys"] == 0 and r2.get("k") is None
     finally:
         second.close()
+
+
+def test_a_forked_debugging_session_leaves_the_tier_alone(cxl_factory):
+    """SCRIPT DEBUG YES forks a child with a private copy of the arena: what its script
+    does (FLUSHALL, writes that evict) neither writes to the tier nor drops its copies."""
+    server = tiered(cxl_factory)
+    r = server.client()
+    r.set("k", value("k"))
+    push_out(server)
+    written(r)
+    before = tier(r)
+    with raw_connection(server.port) as conn:
+        assert conn.request("SCRIPT", "DEBUG", "YES") == b"+OK\r\n"
+        script = ("redis.call('FLUSHALL') for i = 1, 160 do redis.call('SET', 'x' .. i, "
+                  "string.rep('y', 65536)) end return 1")
+        conn.send(encode_command("EVAL", script, "0"))
+        conn.read_reply()                                   # the debugger's first frame
+        conn.send(encode_command("CONTINUE"))
+        conn.read_until_close()
+    assert tier(r)["disk_tier_written"] == before["disk_tier_written"]
+    server.restart()                                         # the index is rebuilt from the files
+    r = server.client()
+    assert r.get("k") == value("k")
 
 
 def test_settings_and_metrics(cxl_factory):
