@@ -114,7 +114,7 @@ class DiskTier:
         self.lock = -1                   # the directory's lock file, flock'ed while open
         self.stored_bytes = 0            # value bytes of the live records
         self.hits = self.hit_bytes = self.bad_records = self.dropped_for_budget = 0
-        self.rebuilt_records = 0
+        self.errors_told = 0             # write errors already logged
         self.read_usec = self.reads = 0
         self.tenant_hits = {}
 
@@ -233,7 +233,6 @@ class DiskTier:
                     if older is not None:
                         self.drop(older)
                     self._index(record, segment)
-                    self.rebuilt_records += 1
             pos = end
         segment.end = pos
         if pos < size:
@@ -339,9 +338,15 @@ class DiskTier:
             self._delete_segment(oldest)
 
     def cron(self):
-        """Index what was written, drop expired copies (a bounded number per tick), and
-        clear the stale filter once most of its bits are for copies long gone."""
+        """Index what was written, drop expired copies (a bounded number per tick), clear
+        the stale filter once most of its bits are for copies long gone, and log writes
+        that failed (their records read back as misses)."""
         self.settle()
+        errors, last_errno = spill_status()[8:10]
+        if errors > self.errors_told:
+            log.warning("Disk tier %s: %d writes failed (the last: %s)", self.directory, errors - self.errors_told,
+                        os.strerror(last_errno))
+            self.errors_told = errors
         now = now_ms()
         due = self.expiring
         for _ in range(EXPIRY_CHECKS):

@@ -281,14 +281,21 @@ def segments(server):
     return sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".cxd"))
 
 
-def test_a_damaged_record_is_never_served(cxl_factory):
+def killed_with_keys_on_disk(cxl_factory, names):
+    """A server whose keys `names` were written to its tier, then killed -9: (the server,
+    its first segment's path)."""
     server = tiered(cxl_factory)
     r = server.client()
-    r.set("k", value("k"))
+    for name in names:
+        r.set(name, value(name))
     push_out(server)
     written(r)
     server.kill9()
-    first = segments(server)[0]
+    return server, segments(server)[0]
+
+
+def test_a_damaged_record_is_never_served(cxl_factory):
+    server, first = killed_with_keys_on_disk(cxl_factory, ["k"])
     with open(first, "r+b") as f:
         data = f.read()
         at = data.index(value("k")[:64]) + 1000      # one byte of its value
@@ -304,14 +311,7 @@ def test_a_damaged_record_is_never_served(cxl_factory):
 def test_a_record_cut_short_is_never_served(cxl_factory):
     """A kill -9 in the middle of a write: the segment's walk stops there after a restart;
     the records before it are served."""
-    server = tiered(cxl_factory)
-    r = server.client()
-    for i in range(3):
-        r.set(f"k{i}", value(f"k{i}"))
-    push_out(server)
-    written(r)
-    server.kill9()
-    first = segments(server)[0]
+    server, first = killed_with_keys_on_disk(cxl_factory, ["k0", "k1", "k2"])
     with open(first, "r+b") as f:
         data = f.read()
         last = data.index(value("k2")[:64])
@@ -440,6 +440,28 @@ def test_a_new_arena_starts_the_tier_empty(cxl_factory):
     r = server.client()
     assert tier(r)["disk_tier_keys"] == 0
     assert r.get("k") is None
+
+
+def test_a_full_file_system_costs_misses_never_wrong_values(cxl_factory, tmpfs):
+    """The tier's file system is smaller than its budget: writes that fail are counted and
+    logged, their keys read back as misses, the rest as written, and the server goes on."""
+    small = tmpfs("2m")
+    server = tiered(cxl_factory, disk_tier_dir=str(small))
+    r = server.client()
+    names = [f"k{i}" for i in range(120)]
+    for name in names:
+        r.set(name, value(name))
+    written(r)
+    info = tier(r)
+    assert info["disk_tier_write_errors"] > 0
+    served = [r.get(name) for name in names]
+    assert all(got in (None, value(name)) for name, got in zip(names, served))
+    assert any(got is not None for got in served[:30])       # what fitted came back
+    assert r.ping()
+    deadline = time.time() + 5
+    while "writes failed (the last: No space left on device)" not in server.log and time.time() < deadline:
+        time.sleep(0.05)
+    assert "writes failed (the last: No space left on device)" in server.log
 
 
 def test_a_tier_is_one_servers_and_one_arenas(cxl_factory, tmp_path):
