@@ -42,7 +42,8 @@ from heapq import heapify, heappop, heappush
 
 from ._cluster import key_slot
 from .files import write_atomically
-from ._store import (SPILL_DEAD_AT, SPILL_HEAD_BYTES, OutOfMemory, TenantError, now_ms, spill_geometry,
+from ._store import (SPILL_DEAD_AT, SPILL_HEAD_BYTES, TYPE_LIST, TYPE_SET, TYPE_ZSET, OutOfMemory, TenantError,
+                     now_ms, spill_geometry,
                      spill_drain, spill_head, spill_kill, spill_mark, spill_clear_marks, spill_next, spill_pending,
                      spill_queued_bytes, spill_segment, spill_start, spill_status, spill_stop, spill_take, spill_wait,
                      spill_written_seq, value_checksum)
@@ -55,6 +56,7 @@ OWNER_NAME = "arena"                # the identity of the arena the records are 
 READ_THREADS = 4
 EXPIRY_CHECKS = 1024         # expired records the cron drops per tick at most
 DEAD = b"\x01"
+COLLECTIONS = (TYPE_LIST, TYPE_SET, TYPE_ZSET)   # written flattened: read into a buffer, not a block
 
 
 def segment_bytes(budget):
@@ -400,11 +402,12 @@ class DiskTier:
         (WATCH), whatever disk-tier-promote says. Returns what done() is given once the
         command has run."""
         loop = asyncio.get_running_loop()
-        blocks = await asyncio.gather(*(self._read(loop, store, record) for record in records))
+        values = await asyncio.gather(*(self._read(loop, store, record) for record in records))
         promote = keep or self.promote
         staged = []
-        for record, off in zip(records, blocks):
-            if off and self._commit(store, db, record, off, promote):
+        for record, value in zip(records, values):
+            off = self._commit(store, db, record, value, promote) if value is not None else 0
+            if off:
                 staged.append((store, db, off, None if promote else record, store.generation(off)))
         return staged
 
@@ -430,20 +433,26 @@ class DiskTier:
             self.drop(record)
 
     async def _read(self, loop, store, record):
-        """A reserved block holding record's value, checked; 0 if none."""
-        try:
-            off = store.reserve(record.value_len, len(record.key))
-        except (OutOfMemory, TenantError):
-            return 0
+        """record's value, read and checked: a reserved block's offset, or a collection's
+        flattened bytes; None if it could not be read."""
+        collection = record.type in COLLECTIONS
         segment = self.segments.get(record.segment)
         if segment is None:
-            self.arena.release(off)
-            return 0
+            return None
+        if collection:
+            value = bytearray(record.value_len)
+            view = memoryview(value)
+        else:
+            try:
+                value = store.reserve(record.value_len, len(record.key))
+            except (OutOfMemory, TenantError):
+                return None
+            view = store.slot(value)
         value_pos = spill_geometry(record.pos, len(record.key), record.value_len)[0]
         segment.reads += 1
         began = time.perf_counter_ns()
         try:
-            intact = await loop.run_in_executor(self.reader, read_value, segment.fd, store.slot(off), value_pos,
+            intact = await loop.run_in_executor(self.reader, read_value, segment.fd, view, value_pos,
                                                 record.value_sum, record.seq)
         except Exception:   # the device's error, a closing reader: as good as a torn record
             intact = False
@@ -454,28 +463,42 @@ class DiskTier:
         self.reads += 1
         self.read_usec += (time.perf_counter_ns() - began) // 1000
         if not intact:
-            self.arena.release(off)
+            self._discard(value, record)
             if self.records.get(record.identity) is record:
-                self.bad_records += 1
-                log.warning("Disk tier: a record of %s failed its checksum; dropped", segment.path)
-                self.drop(record)
-            return 0
-        return off
+                self._bad_record(record)
+            return None
+        return value
 
-    def _commit(self, store, db, record, off, promote):
-        """Make the block read for record the live entry, unless its copy went meanwhile
-        (dropped, made stale) or the key came back by other means; promote: its copy goes."""
+    def _bad_record(self, record):
+        self.bad_records += 1
+        log.warning("Disk tier: a record of %s failed its checks; dropped", self._path(record.segment))
+        self.drop(record)
+
+    def _discard(self, value, record):
+        if record.type not in COLLECTIONS:
+            self.arena.release(value)
+
+    def _commit(self, store, db, record, value, promote):
+        """Make the value read for record the live entry (its offset), unless its copy went
+        meanwhile (dropped, made stale) or the key came back by other means (0); promote:
+        its copy goes."""
         self.settle()
         try:
             tenant, pdb, _, noted = store.disk_identity(db, record.key)
             if (self.records.get(record.identity) is not record or (tenant, pdb) != (record.tenant, record.db)
                     or record.expired(now_ms()) or store.lookup(db, record.key, False, False)):
-                self.arena.release(off)
-                return False
-            store.commit(off, db, record.key, record.expire_at, record.type)
-        except TenantError:
-            self.arena.release(off)
-            return False
+                self._discard(value, record)
+                return 0
+            if record.type in COLLECTIONS:
+                off = store.load_collection(db, record.key, record.type, value, record.expire_at)
+            else:
+                off = store.commit(value, db, record.key, record.expire_at, record.type)
+        except (OutOfMemory, TenantError):
+            self._discard(value, record)
+            return 0
+        except ValueError:      # a flattened collection that checked out but does not parse
+            self._bad_record(record)
+            return 0
         if not promote and noted:
             # the commit noted the key as stale: that note is not about the copy kept
             self.own_commits[record.hash] = self.own_commits.get(record.hash, 0) + 1
@@ -485,7 +508,7 @@ class DiskTier:
         self.tenant_hits[tenant] = self.tenant_hits.get(tenant, 0) + 1
         if promote:
             self.drop(record)
-        return True
+        return off
 
     def forget(self, tenant=None, pdb=-1, slots=None):
         """Drop the copies of a tenant slot (all when None), of one physical db (-1: all),

@@ -39,6 +39,71 @@ CX_API void cx_coll_disown(char *base, uint64_t off) {
     cx_coll_publish(base, off, &none);
 }
 
+#define CX_FLAT_HEAD 24u
+
+/* calls each(arg, record) for every record of tree root, in order */
+static void cx_coll_walk(char *base, uint64_t root, void (*each)(void *, const cx_rec *), void *arg) {
+    cx_cursor cur;
+    cx_rec r;
+    if (!cx_cursor_seek(&cur, base, root, 0)) return;
+    do {
+        cx_cursor_rec(&cur, &r);
+        each(arg, &r);
+    } while (cx_cursor_next(&cur));
+}
+
+static void cx_flat_measure(void *total, const cx_rec *r) { *(uint64_t *)total += 8 + (uint64_t)r->kl + r->vl; }
+
+static void cx_flat_write(void *cursor, const cx_rec *r) {
+    uint8_t **p = cursor;
+    memcpy(*p, &r->kl, 4);
+    memcpy(*p + 4, &r->vl, 4);
+    if (r->kl) memcpy(*p + 8, r->k, r->kl);
+    if (r->vl) memcpy(*p + 8 + r->kl, r->v, r->vl);
+    *p += 8 + (uint64_t)r->kl + r->vl;
+}
+
+CX_API uint64_t cx_coll_flat_len(char *base, const cx_coll *c) {
+    uint64_t total = CX_FLAT_HEAD;
+    cx_coll_walk(base, c->root[0], cx_flat_measure, &total);
+    cx_coll_walk(base, c->root[1], cx_flat_measure, &total);
+    return total;
+}
+
+CX_API void cx_coll_flatten(char *base, const cx_coll *c, uint8_t *out) {
+    uint64_t head[3] = {c->flags, cx_tree_count(base, c->root[0]), cx_tree_count(base, c->root[1])};
+    memcpy(out, head, sizeof head);
+    out += sizeof head;
+    cx_coll_walk(base, c->root[0], cx_flat_write, &out);
+    cx_coll_walk(base, c->root[1], cx_flat_write, &out);
+}
+
+CX_API int cx_coll_unflatten(cx_txn *t, cx_coll *c, const uint8_t *p, uint64_t len, int list) {
+    uint64_t head[3], at = CX_FLAT_HEAD;
+    memset(c, 0, sizeof *c);
+    if (len < CX_FLAT_HEAD) return -1;
+    memcpy(head, p, sizeof head);
+    c->flags = head[0];
+    for (int tree = 0; tree < 2; tree++) {
+        for (uint64_t i = 0; i < head[1 + tree]; i++) {
+            uint32_t kl, vl;
+            int existed = 0;
+            if (len - at < 8) return -1;
+            memcpy(&kl, p + at, 4);
+            memcpy(&vl, p + at + 4, 4);
+            if (len - at - 8 < (uint64_t)kl + vl) return -1;
+            const uint8_t *k = p + at + 8;
+            at += 8 + (uint64_t)kl + vl;
+            if (list && tree == 0) {
+                if (kl || cx_tree_insert_at(t, &c->root[0], i, k, vl)) return -1;
+            } else if (cx_tree_put(t, &c->root[tree], k, kl, k + kl, vl, 0, &existed) || existed) {
+                return -1;   /* a key twice: not what a flattened tree holds */
+            }
+        }
+    }
+    return at == len && c->root[0] ? 0 : -1;
+}
+
 /* its trees freed (the collection is being dropped) */
 static void cx_coll_free(char *base, cx_entry *e) {
     cx_coll *c = cx_coll_of(e);

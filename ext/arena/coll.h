@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "layout.h"
+#include "tree.h"
 
 typedef struct {
     uint64_t root[2];       /* its trees (0: empty); a list and a set have one, a sorted set two */
@@ -33,6 +34,15 @@ static inline cx_coll *cx_coll_of(cx_entry *e) {
 CX_API void cx_coll_init(char *base, uint64_t off, const cx_coll *c);
 CX_API void cx_coll_publish(char *base, uint64_t off, const cx_coll *c);
 CX_API void cx_coll_disown(char *base, uint64_t off);
+
+/* A collection as one flat run of bytes, for the disk tier: its flags and each tree's
+   record count (three u64), then every record of tree 0 and then of tree 1, in order, as
+   u32 key length, u32 value length, key, value. Unflattening puts the records into new
+   trees of t (a list's tree 0 is unkeyed: its records have no key) and gives c their
+   roots and flags: 0, or -1 if t failed (t->err) or the bytes are not such a run. */
+CX_API uint64_t cx_coll_flat_len(char *base, const cx_coll *c);
+CX_API void cx_coll_flatten(char *base, const cx_coll *c, uint8_t *out);
+CX_API int cx_coll_unflatten(cx_txn *t, cx_coll *c, const uint8_t *p, uint64_t len, int list);
 static void cx_coll_free(char *base, cx_entry *e);
 static int cx_coll_mark(char *base, uint64_t off, uint32_t seq, uint64_t *maxtxn);
 

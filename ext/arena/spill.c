@@ -51,13 +51,16 @@ static void cx_spill_evicted(char *base, uint64_t off) {
     cx_entry *e = CX_E(base, off);
     if (cx_spill.base != base || cx_spill.fd < 0 || (CX_SB(base)->tmeta[e->tenant].flags & CX_TENANT_NO_DISK))
         return;
-    if (cx_is_coll(e->type) || e->value_len > cx_spill.max_value || !cx_value_intact(e)
+    /* a collection's value is its trees: written flattened (coll.h), from a copy in any case */
+    int coll = cx_is_coll(e->type);
+    uint64_t value_len = coll ? cx_coll_flat_len(base, cx_coll_of(e)) : e->value_len;
+    if (value_len > cx_spill.max_value || !cx_value_intact(e)
         || (e->expire_at != -1 && e->expire_at <= cx_now_ms())) {
         cx_spill.skipped++;
         return;
     }
     /* a record larger than a segment goes alone in one */
-    if (cx_spill.pos && cx_spill_end(cx_spill.pos, e->key_len, e->value_len) > cx_spill.cap) {
+    if (cx_spill.pos && cx_spill_end(cx_spill.pos, e->key_len, value_len) > cx_spill.cap) {
         if (cx_spill.next_fd < 0) {
             cx_spill.skipped++;
             return;
@@ -67,33 +70,43 @@ static void cx_spill_evicted(char *base, uint64_t off) {
         cx_spill.segment++;
         cx_spill.pos = 0;
     }
-    cx_spill_head head = {CX_SPILL_MAGIC, cx_spill.seq + 1, CX_SB(base)->tmeta[e->tenant].incarnation,
-                          e->value_len, e->expire_at, cx_value_sum(CX_VAL(e), e->value_len), e->key_len,
-                          e->tenant, e->db, (uint8_t)(e->type & CX_TYPE_MASK), 0, {0}, 0};
-    head.head_sum = cx_spill_head_sum(&head, CX_KEY(e));
-    uint64_t pos = cx_spill.pos, value_pos = cx_spill_value_pos(pos, e->key_len, e->value_len);
-    uint64_t pad = value_pos - pos - sizeof head - e->key_len, len = value_pos - pos + e->value_len;
-    cx_spill_note note = {pos, head.seq, head.incarnation, e->value_len, head.value_sum, e->hash, e->expire_at,
-                          cx_spill.segment, e->key_len, e->tenant, e->db, head.type, {0}};
+    uint64_t pos = cx_spill.pos, value_pos = cx_spill_value_pos(pos, e->key_len, value_len);
+    uint64_t pad = value_pos - pos - sizeof(cx_spill_head) - e->key_len, len = value_pos - pos + value_len;
+    int queued = cx_spill_staged() + len <= cx_spill.staging_cap;
     cx_spill_job *job = NULL;
-    if (cx_spill_staged() + len <= cx_spill.staging_cap) {
+    const uint8_t *value = CX_VAL(e);
+    if (queued || coll) {
         job = malloc(sizeof *job + len);
         if (!job) {
             cx_spill.skipped++;
             return;
         }
-        *job = (cx_spill_job){NULL, cx_spill.fd, pos, len, head.seq, 0};
+        *job = (cx_spill_job){NULL, cx_spill.fd, pos, len, cx_spill.seq + 1, 0};
+        uint8_t *job_value = job->data + (value_pos - pos);
+        if (coll) cx_coll_flatten(base, cx_coll_of(e), job_value);
+        else memcpy(job_value, value, value_len);
+        value = job_value;
+    }
+    cx_spill_head head = {CX_SPILL_MAGIC, cx_spill.seq + 1, CX_SB(base)->tmeta[e->tenant].incarnation,
+                          value_len, e->expire_at, cx_value_sum(value, value_len), e->key_len,
+                          e->tenant, e->db, (uint8_t)(e->type & CX_TYPE_MASK), 0, {0}, 0};
+    head.head_sum = cx_spill_head_sum(&head, CX_KEY(e));
+    cx_spill_note note = {pos, head.seq, head.incarnation, value_len, head.value_sum, e->hash, e->expire_at,
+                          cx_spill.segment, e->key_len, e->tenant, e->db, head.type, {0}};
+    if (job) {
         memcpy(job->data, &head, sizeof head);
         memcpy(job->data + sizeof head, CX_KEY(e), e->key_len);
         memset(job->data + sizeof head + e->key_len, 0, pad);
-        memcpy(job->data + (value_pos - pos), CX_VAL(e), e->value_len);
-    } else {
+    }
+    if (!queued) {
         /* the writer is that far behind: this one is written here, after the others */
         cx_spill_drain();
         struct iovec iov[4] = {
-            {&head, sizeof head}, {CX_KEY(e), e->key_len}, {(void *)cx_spill_zeros, pad}, {CX_VAL(e), e->value_len},
+            {&head, sizeof head}, {CX_KEY(e), e->key_len}, {(void *)cx_spill_zeros, pad}, {(void *)value, value_len},
         };
         ssize_t n = pwritev(cx_spill.fd, iov, 4, (off_t)pos);
+        free(job);
+        job = NULL;
         if (n < 0 || (uint64_t)n != len) {
             /* the next record goes where this one failed, so a segment has no gap */
             __atomic_add_fetch(&cx_spill.errors, 1, __ATOMIC_RELAXED);
@@ -114,9 +127,9 @@ static void cx_spill_evicted(char *base, uint64_t off) {
         pthread_mutex_unlock(&cx_spill_mu);
     }
     cx_spill.seq++;
-    cx_spill.pos = cx_spill_end(pos, e->key_len, e->value_len);
+    cx_spill.pos = cx_spill_end(pos, e->key_len, value_len);
     cx_spill.written++;
-    cx_spill.written_bytes += e->value_len;
+    cx_spill.written_bytes += value_len;
     cx_spill_mark(e->hash);
 }
 

@@ -12,7 +12,8 @@
    disk. Process state, not the mapping's: only the server's own arena spills.
 
    A segment is a sequence of records, each 64-byte aligned: its header, the key, then
-   the value, which starts on a page of the file when it is large. */
+   the value (a collection's: its trees flattened, coll.h), which starts on a page of
+   the file when it is large. */
 #ifndef CX_SPILL_H
 #define CX_SPILL_H
 

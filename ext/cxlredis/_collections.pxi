@@ -71,6 +71,7 @@ cdef extern from "arena/coll.h":
     cx_coll* cx_coll_of(cx_entry* e) nogil
     void cx_coll_init(char* base, uint64_t off, const cx_coll* c) nogil
     void cx_coll_publish(char* base, uint64_t off, const cx_coll* c) nogil
+    int cx_coll_unflatten(cx_txn* t, cx_coll* c, const uint8_t* p, uint64_t len, int list) nogil
 
 cdef extern from "arena/hash.h":
     uint64_t cx_hash_bytes(const uint8_t* p, size_t n, uint64_t seed) nogil
@@ -294,6 +295,17 @@ cdef class Collection:
             for member, score in self.zset_range(0, n):
                 out.zset_put(member, score, unbounded, 1 << 62)
         return out
+
+    def load_flat(self, const uint8_t[::1] flat):
+        """A new collection's elements from flat: cx_coll_flatten's bytes (coll.h), as the
+        disk tier wrote them; ValueError if they are not such bytes."""
+        self._writable()
+        if self.off or self.head.root[0]:
+            raise ValueError("only a new collection is loaded")
+        if flat.shape[0] == 0 or cx_coll_unflatten(&self.txn, &self.head, &flat[0], flat.shape[0],
+                                                   self.type == LIST_TYPE):
+            self._check()
+            raise ValueError("not a flattened collection")
 
     cdef int _check(self) except -1:
         """After each change of a write: its failure, if it failed."""

@@ -1463,6 +1463,27 @@ cdef class Keyspace:
             raise WrongType()
         return open_collection(self, a, off, type, db, pdb, bytes(key), replace)
 
+    def load_collection(self, int db, key, int type, flat, int64_t expire_at=-1):
+        """Make missing key the collection of `type` whose flattened bytes (coll.h) are flat,
+        expiring at expire_at (-1: never): the disk tier's bring-back. Returns its entry's
+        offset; OutOfMemory, or ValueError for bytes that are no such collection."""
+        cdef Arena a = ks_arena(self)
+        cdef Collection c = self.write_collection(db, key, type)
+        cdef uint64_t off
+        if c.off:
+            c.abort()
+            raise ValueError("the key of a collection loaded must be missing")
+        try:
+            c.load_flat(flat)
+        except BaseException:
+            c.abort()
+            raise
+        c.commit()
+        off = c.off
+        if expire_at != -1:
+            cx_set_expire(a.base, off, expire_at, cx_now_ms())
+        return off
+
     def find(self, int db, key, bint touch=True, bint stats=True, int type=-1):
         """lookup() as handlers use it: the Entry for key, or None if it is missing;
         WrongType if `type` is given and the entry holds another."""
