@@ -23,7 +23,7 @@ from .cluster.migrate import MigrateLinks
 from .cluster.nodes_conf import NodesConfError
 from .cluster.state import ClusterState
 from .disktier import DiskTier
-from .connection import Client
+from .connection import Client, Flushes
 from .context import Services
 from .errors import CommandError
 from .files import CreatedFiles
@@ -152,6 +152,7 @@ class Server:
         self.process = Process(REDIS_COMPAT_VERSION)
         self.stats = Stats()
         self.fast_counters = FastCounters()     # the C fast path's, folded into stats per batch
+        self.flushes = Flushes()                # connections whose replies go out after the loop's callbacks
         self.watchers = set()                   # sessions WATCHing a key that did not exist
         self.migrate_links = MigrateLinks()     # MIGRATE's cached connections to its targets
         self.persistence = Persistence(store, self.stats.changes)   # SAVE, BGSAVE, LASTSAVE
@@ -200,7 +201,7 @@ class Server:
 
     def new_connection(self):
         """The protocol object of one accepted connection (every listener's factory)."""
-        return Client(self.services, self.large_threshold, self.fast_counters)
+        return Client(self.services, self.large_threshold, self.fast_counters, self.flushes)
 
     def _load_cluster(self):
         """This node's cluster view from nodes.conf (a new node writes one), which no other
