@@ -34,38 +34,6 @@ _FAST_COMMANDS = tuple(sorted((spec for spec in SPECS if spec.fast_op >= 0), key
 _FAST_NAMES = tuple(spec.name for spec in _FAST_COMMANDS)
 
 
-class Flushes:
-    """The connections whose replies wait to be sent, written together once the loop has
-    run every callback its poll woke: call_soon's callbacks run after those, as Redis
-    writes its clients' replies before it sleeps. A connection's pipeline still gets one
-    write per batch; what this saves is wake-ups of the peers. Written one connection at
-    a time between reads, each reply woke a client process that had gone back to sleep
-    after the previous one; a burst of writes finds it awake. (Measured with
-    redis-benchmark -P 16 -c 50: the kernel's wake-up path was a quarter of the server's
-    CPU before, and each pipelined small command cost 30 % less CPU after.)"""
-
-    def __init__(self):
-        self.waiting = []
-
-    def add(self, client):
-        if client.flush_queued:
-            return
-        client.flush_queued = True
-        if not self.waiting:
-            asyncio.get_running_loop().call_soon(self.run)
-        self.waiting.append(client)
-
-    def run(self):
-        waiting, self.waiting = self.waiting, []
-        for client in waiting:
-            client.flush_queued = False
-            try:
-                client.flush()
-            except Exception:   # one connection's failure must not hold the others' replies
-                log.exception("Internal error sending replies to %s", client.describe())
-                client.close()
-
-
 class Client(asyncio.BufferedProtocol):
     """One connection's I/O: the parser and its buffer, the transport, the replies in
     flight and their pins, the output limits. What commands see of it is its session

@@ -16,7 +16,6 @@ values, so slow log entries and monitor lines carry the tenant of the
 connection that ran the command, and a connection bound to a tenant sees only
 its own tenant's; administrators see everything.
 """
-import asyncio
 import time
 from collections import deque
 
@@ -226,11 +225,11 @@ class Monitors:
     ordinary output stream: its transport buffers what it has not read yet, and
     client-output-buffer-limit closes it like any client."""
 
-    def __init__(self, config, changed):
+    def __init__(self, config, changed, flushes):
         self.config = config
         self.connections = {}       # id → connection.Client
         self._changed = changed     # called when the first monitor comes or the last goes
-        self._flush_scheduled = False
+        self._flushes = flushes     # clients.Flushes
 
     def __len__(self):
         return len(self.connections)
@@ -258,9 +257,7 @@ class Monitors:
             if line is None:
                 line = self.line(c, argv)
             session.reply.raw(line)
-        if line is not None and not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._flushes.add(monitor)
 
     def line(self, c, argv):
         """+<seconds>.<microseconds> [<db> <client address>] "arg" ... as Redis writes it."""
@@ -270,24 +267,17 @@ class Monitors:
                                       origin.encode("utf-8", "replace"))
         return monitor_line(head, [arg_view(arg) for arg in argv])
 
-    def _flush(self):
-        self._flush_scheduled = False
-        for monitor in list(self.connections.values()):
-            if not monitor.closing:
-                monitor.flush()
-
-
 # ---------------------------------------------------------------- the server's part
 
 class Monitoring:
     """The slow log, the latency monitor and the monitors of one server, kept in step
     with the config (slowlog-log-slower-than, slowlog-max-len, latency-monitor-threshold)."""
 
-    def __init__(self, config):
+    def __init__(self, config, flushes):
         self.config = config
         self.slowlog = SlowLog(config["slowlog-max-len"])
         self.latency = LatencyMonitor(config["latency-monitor-threshold"])
-        self.monitors = Monitors(config, self._retune)
+        self.monitors = Monitors(config, self._retune, flushes)
         self._retune()
         config.on_change("slowlog-log-slower-than", lambda _: self._retune())
         config.on_change("latency-monitor-threshold", lambda _: self._retune())

@@ -12,7 +12,6 @@ the client's output, and the subscribers are flushed once per event-loop turn
 transport holds what it has not read, and the `pubsub` class of
 client-output-buffer-limit closes it when that grows past the limit.
 """
-import asyncio
 
 from ._resp import fan_out
 from ._store import glob_match
@@ -45,8 +44,6 @@ class PubSub:
         self.by_kind = {CHANNELS: {}, PATTERNS: {}, SHARD_CHANNELS: {}}
         self._groups = {}               # (kind, entry) → (reply writers, session ids), built
                                         # by the first message after a change
-        self._to_flush = set()          # ids of the sessions with messages to send
-        self._flush_scheduled = False
 
     # -- subscribing
 
@@ -114,7 +111,7 @@ class PubSub:
         for part in parts:
             body += (b"$%d\r\n" % len(part), part, b"\r\n")
         fan_out(writers, len(parts), b"".join(body))   # the one copy of the message
-        self._schedule_flush(ids)
+        self.clients.flush_soon(ids)
         return len(ids)
 
     def _deliver(self, session, parts):
@@ -126,21 +123,7 @@ class PubSub:
                 reply.integer(part)
             else:
                 reply.bulk(part)
-        self._schedule_flush((session.id,))
-
-    def _schedule_flush(self, ids):
-        self._to_flush.update(ids)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self):
-        self._flush_scheduled = False
-        ids, self._to_flush = self._to_flush, set()
-        for ident in ids:
-            connection = self.clients.by_id.get(ident)
-            if connection is not None and not connection.closing:
-                connection.flush()
+        self.clients.flush_soon((session.id,))
 
     # -- the cluster
 

@@ -16,14 +16,14 @@ from ._store import DEFAULT_TENANT, region_locked
 from .acl import Acl
 from .audit import AuditLog
 from .blocked import Blocked
-from .clients import Clients
+from .clients import Clients, Flushes
 from .commands import all_specs
 from .cluster.links import Bus
 from .cluster.migrate import MigrateLinks
 from .cluster.nodes_conf import NodesConfError
 from .cluster.state import ClusterState
 from .disktier import DiskTier
-from .connection import Client, Flushes
+from .connection import Client
 from .context import Services
 from .errors import CommandError
 from .files import CreatedFiles
@@ -159,8 +159,8 @@ class Server:
         self.blocked = Blocked()                # CLIENT PAUSE and WAIT
         # every connection's parser and reply writer, and the fast path, read this one
         self.large_threshold = LargeValueThreshold(config["large-value-threshold"])
-        self.monitoring = Monitoring(config)       # SLOWLOG, LATENCY and MONITOR clients
-        self.clients = Clients(config, self.stats, self.monitoring.monitors)
+        self.monitoring = Monitoring(config, self.flushes)     # SLOWLOG, LATENCY and MONITOR clients
+        self.clients = Clients(config, self.stats, self.monitoring.monitors, self.flushes)
         self.pubsub = PubSub(self.clients)
         self.audit = AuditLog(config)
         self.acl = Acl(config, self.audit, self.clients)

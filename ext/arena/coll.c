@@ -83,6 +83,7 @@ CX_API int cx_coll_unflatten(cx_txn *t, cx_coll *c, const uint8_t *p, uint64_t l
     memset(c, 0, sizeof *c);
     if (len < CX_FLAT_HEAD) return -1;
     memcpy(head, p, sizeof head);
+    if (list && head[2]) return -1;    /* a list has one tree */
     c->flags = head[0];
     for (int tree = 0; tree < 2; tree++) {
         for (uint64_t i = 0; i < head[1 + tree]; i++) {

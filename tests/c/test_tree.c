@@ -630,6 +630,15 @@ static void flatten_round_trip(int keyed) {
         CHECK(cx_coll_unflatten(&t, &back, flat, cut, !keyed) == -1);
         cx_txn_abort(&t);
     }
+    if (!keyed) {   /* a list with a second tree */
+        uint64_t one = 1;
+        memcpy(flat + 16, &one, 8);
+        cx_txn_begin(&t, base, &cfg, 0, 1000);
+        CHECK(cx_coll_unflatten(&t, &back, flat, len, 1) == -1);
+        cx_txn_abort(&t);
+        one = 0;
+        memcpy(flat + 16, &one, 8);
+    }
     uint64_t lying = m.n + 1;
     memcpy(flat + 8, &lying, 8);
     cx_txn_begin(&t, base, &cfg, 0, 1000);

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cxlredis.clients import Flushes
 from cxlredis.config import Config
 from cxlredis.metrics import LATENCY_BUCKETS, SECTIONS
 from cxlredis._resp import monitor_line, quoted
@@ -137,7 +138,7 @@ class Store:
 
 
 def monitoring(*argv):
-    return Monitoring(Config.load(list(argv), environ={}))
+    return Monitoring(Config.load(list(argv), environ={}), Flushes())
 
 
 def test_what_dispatch_hands_over():
