@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from blobclient import BlobClient, ReplyError  # noqa: E402
-from common import MiB, format_size, free_port, memory_tmpdir, parse_size_list  # noqa: E402
+from common import MiB, format_size, free_port, memory_tmpdir, parse_size_list, run_tool  # noqa: E402
 from cxlredis.cluster.slots import CLUSTER_SLOTS, key_slot  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -187,7 +187,7 @@ def small_ops(cluster, requests, pipeline):
             "-t", "set,get", "-d", "64", "-c", "50", "-n", str(requests), "-q", "-r", "100000"]
     if pipeline > 1:
         argv += ["-P", str(pipeline)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    done = run_tool(argv, timeout=900)
     rates = {}
     for line in re.split(r"[\r\n]+", done.stdout):
         match = RPS_LINE.match(line.strip())

@@ -159,6 +159,21 @@ def _exit_on_signal(signum, _frame):
     sys.exit(128 + signum)
 
 
+def run_tool(argv, timeout: float = 600) -> subprocess.CompletedProcess:
+    """subprocess.run(argv) with its output captured, but a tool still running when the
+    benchmark stops (a signal, an error, a timeout) is killed with it: a redis-benchmark
+    left spinning would load the machine for every later measurement."""
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
 class Server:
     """One server process on a free port, with its own temp dir; stopped by pid."""
 

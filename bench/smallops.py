@@ -16,9 +16,8 @@ import contextlib
 import re
 import shutil
 import socket
-import subprocess
 
-from common import BenchConfig, BenchResult, ServerGroup, MiB, round_order, standalone_main
+from common import BenchConfig, BenchResult, ServerGroup, MiB, round_order, run_tool, standalone_main
 
 RESULT_LINE = re.compile(r"^([A-Z_]+): ([0-9.]+) requests per second")
 TESTS = ("SET", "GET")
@@ -55,8 +54,7 @@ def redis_benchmark(port: int, requests: int, pipeline: int, clients: int = 50,
                "-n", str(requests), "-q"]
     if pipeline > 1:
         command += ["-P", str(pipeline)]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                               stdin=subprocess.DEVNULL)
+    completed = run_tool(command)
     rates = parse_rps(completed.stdout)
     missing = [test for test in TESTS if test not in rates]
     if completed.returncode != 0 or missing:
@@ -71,8 +69,7 @@ def redis_benchmark_command(port: int, requests: int, pipeline: int, args, clien
     command = [shutil.which("redis-benchmark") or "redis-benchmark", "-h", "127.0.0.1",
                "-p", str(port), "-c", str(clients), "-n", str(requests), "-r", str(keyspace),
                "-P", str(pipeline), "-q", *args]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                               stdin=subprocess.DEVNULL)
+    completed = run_tool(command)
     found = re.findall(r"([0-9.]+) requests per second", completed.stdout)
     if completed.returncode != 0 or not found:
         raise RuntimeError(f"redis-benchmark {' '.join(args)} failed (exit {completed.returncode}):\n"
