@@ -88,6 +88,25 @@ def test_dispatch_order_and_replies(loop, server):
     run(loop, scenario())
 
 
+def test_replies_go_out_once_the_loops_callbacks_have_run(loop, server):
+    """A batch's replies wait until the loop has run the callbacks of its poll
+    (clients.Flushes), so the replies to connections read in one turn go out together:
+    none is written while the input is handled, and all are one turn later."""
+    async def scenario():
+        peers = [await connect(loop, server) for _ in range(3)]
+        batch = encode_command("SET", "k", "v") + encode_command("GET", "k")
+        for _, client in peers:     # as the loop hands each connection what its poll read
+            client.get_buffer(len(batch))[:len(batch)] = batch
+            client.buffer_updated(len(batch))
+        for peer, _ in peers:
+            with pytest.raises(BlockingIOError):
+                peer.sock.recv(1)
+        await asyncio.sleep(0)
+        for peer, _ in peers:
+            assert await peer.reply(timeout=0.5) == "OK" and await peer.reply(timeout=0.5) == b"v"
+    run(loop, scenario())
+
+
 def test_exec_runs_its_queue_through_dispatch(loop, server):
     async def scenario():
         peer, _ = await connect(loop, server)
