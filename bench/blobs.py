@@ -107,7 +107,7 @@ def run(config: BenchConfig, sizes=None, connections=None, duration: float | Non
                         for op in ("set", "get"):
                             workload = BlobWorkload(op, size, prefix, tail, ring)
                             measured = run_phased(workload, server.port, conns, duration,
-                                                  warmup_phases=1)
+                                                  warmup_phases=1, server_pid=server.pid)
                             record(result, server.label, op, size, conns, measured)
                 for server in servers:
                     server.flushall()
@@ -123,6 +123,8 @@ def record(result: BenchResult, label: str, op: str, size: int, conns: int, meas
     result.add(f"{name} throughput", label, measured.gbps, "GB/s", "higher", stat="gbps", **tags)
     result.add(f"{name} p50", label, measured.latency_ms(0.5), "ms", "lower", stat="p50", **tags)
     result.add(f"{name} p99", label, measured.latency_ms(0.99), "ms", "lower", stat="p99", **tags)
+    result.add(f"{name} server CPU", label, measured.ms_per_gb(measured.server_cpu), "ms/GB", "lower",
+               stat="server_cpu", **tags)
 
 
 def add_arguments(parser):

@@ -131,10 +131,10 @@ def run(config: BenchConfig, sizes=None, duration: float | None = None) -> Bench
                     result.add(f"{name} throughput", label, measured.gbps, "GB/s", "higher",
                                stat="gbps", **tags)
                     result.add(f"{name} client user CPU", label,
-                               measured.client_ms_per_gb(measured.client_user),
+                               measured.ms_per_gb(measured.client_user),
                                "ms/GB", "lower", stat="user", **tags)
                     result.add(f"{name} client kernel CPU", label,
-                               measured.client_ms_per_gb(measured.client_system),
+                               measured.ms_per_gb(measured.client_system),
                                "ms/GB", "lower", stat="system", **tags)
     for _ in range(config.rounds):
         result.add("raw TCP loopback stream (2 MiB sendall)", label, raw_stream_gbps(2 * MiB, duration),

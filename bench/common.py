@@ -417,6 +417,7 @@ class PhasedResult:
     phases: int
     client_user: float    # CPU seconds all workers spent in user space during timed phases
     client_system: float  # ... and in the kernel (socket copies)
+    server_cpu: float     # CPU seconds the server process (all its threads) spent in them
 
     @property
     def gbps(self) -> float:
@@ -426,14 +427,22 @@ class PhasedResult:
     def ops_per_sec(self) -> float:
         return self.ops / self.elapsed if self.elapsed else 0.0
 
-    def client_ms_per_gb(self, cpu_seconds: float) -> float:
+    def ms_per_gb(self, cpu_seconds: float) -> float:
         return cpu_seconds * 1e3 / (self.nbytes / 1e9) if self.nbytes else 0.0
 
     def latency_ms(self, fraction: float) -> float:
         return percentile(self.latencies, fraction) * 1e3
 
 
-def _phased_worker(workload, worker, port, barrier, stop_flag, duration, warmup_phases, results):
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process pid, all its threads, so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _phased_worker(workload, worker, port, barrier, stop_flag, duration, warmup_phases, results,
+                   server_pid):
     # the servers belong to the parent: a worker never stops them
     _running.clear()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -448,10 +457,14 @@ def _phased_worker(workload, worker, port, barrier, stop_flag, duration, warmup_
             barrier.wait()
             workload.verify(worker, phase_no)
         latencies, windows, first_start = array("d"), [], None
-        cpu_user = cpu_system = 0.0
+        cpu_user = cpu_system = server_cpu = 0.0
+        # worker 0 reads the server's CPU between the barriers that start and end a phase
+        reads_server = worker == 0 and server_pid is not None
         while True:
             phase_no = warmup_phases + len(windows)
             barrier.wait()
+            if reads_server:
+                server_cpu -= process_cpu_seconds(server_pid)
             cpu_before = os.times()
             start = time.perf_counter()
             nbytes, ops = workload.phase(worker, client, phase_no, latencies)
@@ -463,27 +476,30 @@ def _phased_worker(workload, worker, port, barrier, stop_flag, duration, warmup_
             if worker == 0 and end - first_start >= duration:
                 stop_flag.value = 1
             barrier.wait()
+            if reads_server:
+                server_cpu += process_cpu_seconds(server_pid)
             windows.append((start, end, nbytes, ops))
             workload.verify(worker, phase_no)
             if stop_flag.value:
                 break
         workload.teardown(worker, client)
-        results.put((worker, None, windows, latencies, (cpu_user, cpu_system)))
+        results.put((worker, None, windows, latencies, (cpu_user, cpu_system, server_cpu)))
     except BaseException:
         barrier.abort()
-        results.put((worker, traceback.format_exc(), [], array("d"), (0.0, 0.0)))
+        results.put((worker, traceback.format_exc(), [], array("d"), (0.0, 0.0, 0.0)))
     finally:
         if client is not None:
             client.close()
 
 
 def run_phased(workload: PhasedWorkload, port: int, workers: int, duration: float,
-               warmup_phases: int = 0) -> PhasedResult:
+               warmup_phases: int = 0, server_pid: int | None = None) -> PhasedResult:
     """Run workload in `workers` forked processes for about `duration` seconds of I/O.
 
     The first `warmup_phases` phases run (and verify) but are not measured:
     they create the keys and fault in the pages, so the timed phases see a
-    steady state.
+    steady state. server_pid: the server's process, whose CPU in the timed phases
+    is measured (from /proc, in clock ticks: summed over a measurement's phases).
 
     perf_counter is CLOCK_MONOTONIC, shared by all processes, so phase
     windows from different workers can be compared directly.
@@ -494,7 +510,7 @@ def run_phased(workload: PhasedWorkload, port: int, workers: int, duration: floa
     results = context.Queue()
     processes = [context.Process(target=_phased_worker, daemon=True,
                                  args=(workload, worker, port, barrier, stop_flag, duration,
-                                       warmup_phases, results))
+                                       warmup_phases, results, server_pid))
                  for worker in range(workers)]
     for process in processes:
         process.start()
@@ -515,6 +531,7 @@ def run_phased(workload: PhasedWorkload, port: int, workers: int, duration: floa
         latencies.extend(worker_latencies)
     client_user = sum(cpu[0] for *_, cpu in collected)
     client_system = sum(cpu[1] for *_, cpu in collected)
+    server_cpu = sum(cpu[2] for *_, cpu in collected)
     phases = len(per_worker[0])
     elapsed = nbytes = ops = 0
     for phase_no in range(phases):
@@ -522,7 +539,7 @@ def run_phased(workload: PhasedWorkload, port: int, workers: int, duration: floa
         elapsed += max(w[1] for w in windows) - min(w[0] for w in windows)
         nbytes += sum(w[2] for w in windows)
         ops += sum(w[3] for w in windows)
-    return PhasedResult(nbytes, ops, elapsed, latencies, phases, client_user, client_system)
+    return PhasedResult(nbytes, ops, elapsed, latencies, phases, client_user, client_system, server_cpu)
 
 
 # -- results -----------------------------------------------------------------

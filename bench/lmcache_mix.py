@@ -130,7 +130,7 @@ def run(config: BenchConfig, chunk_sizes=None, connections=None, hit_ratio: floa
                             workload = ChunkWorkload(op, size, tail, rings[size], hit_ratio,
                                                      config.seed + round_no)
                             measured = run_phased(workload, server.port, conns, duration,
-                                                  warmup_phases=1)
+                                                  warmup_phases=1, server_pid=server.pid)
                             record(result, server.label, op, size, conns, measured)
                 for server in servers:
                     server.flushall()
@@ -147,6 +147,8 @@ def record(result: BenchResult, label: str, op: str, size: int, conns: int, meas
     result.add(f"{name} throughput", label, measured.gbps, "GB/s", "higher", stat="gbps", **tags)
     result.add(f"{name} p50", label, measured.latency_ms(0.5), "ms", "lower", stat="p50", **tags)
     result.add(f"{name} p99", label, measured.latency_ms(0.99), "ms", "lower", stat="p99", **tags)
+    result.add(f"{name} server CPU", label, measured.ms_per_gb(measured.server_cpu), "ms/GB", "lower",
+               stat="server_cpu", **tags)
 
 
 def add_arguments(parser):
