@@ -58,6 +58,10 @@ cdef enum:
     # the end of an inline request or of a count line.
     LINE_MAX = 65536
     INITIAL_BUFFER = 65536
+    # Redis's PROTO_IOBUF_LEN: what one read asks for, unless the element being parsed
+    # needs more. A large argument's header comes with at most this much of its value,
+    # which is then copied into its target; the rest is received there.
+    READ_SIZE = 16384
     # Reads smaller than this compact the buffer first rather than trickle in.
     MIN_READ = 4096
     MAX_MULTIBULK = 2147483647          # INT_MAX, Redis 7.0's cap on a multibulk count
@@ -376,7 +380,8 @@ cdef class RequestParser:
         if self._target_len and self._error_class is None:
             raise RuntimeError("a large argument waits for set_target()")
         self._make_room()
-        return self._view[self._end:]
+        return self._view[self._end:min(self._cap,
+                                        self._end + max(READ_SIZE, self._need - (self._end - self._start)))]
 
     def buffer_updated(self, Py_ssize_t nbytes):
         cdef Py_ssize_t held
