@@ -497,6 +497,7 @@ class DiskTier:
             self._discard(value, record)
             return 0
         except ValueError:      # a flattened collection that checked out but does not parse
+            self._discard(value, record)
             self._bad_record(record)
             return 0
         if not promote and noted:
