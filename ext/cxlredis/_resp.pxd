@@ -40,6 +40,8 @@ cdef class RequestParser:
     cdef Py_buffer _target_buf
     cdef object _target_view
     cdef object _token
+    cdef bint _large_in_command     # the command being assembled has a large argument
+    cdef bint _large_last           # the last command had one: reads ask for READ_SIZE
 
     # Sticky error (the connection is dead after one): class and text, raised
     # afresh each time so no traceback ties the parser into a cycle.

@@ -58,9 +58,11 @@ cdef enum:
     # the end of an inline request or of a count line.
     LINE_MAX = 65536
     INITIAL_BUFFER = 65536
-    # Redis's PROTO_IOBUF_LEN: what one read asks for, unless the element being parsed
-    # needs more. A large argument's header comes with at most this much of its value,
-    # which is then copied into its target; the rest is received there.
+    # Redis's PROTO_IOBUF_LEN: what a read asks for after a command with a large argument
+    # (unless the element being parsed needs more), so the next one's header comes with
+    # at most this much of its value, which is then copied into its target; the rest is
+    # received there. After other commands a read asks for the whole buffer: a pipeline
+    # of small commands is then parsed from fewer reads.
     READ_SIZE = 16384
     # Reads smaller than this compact the buffer first rather than trickle in.
     MIN_READ = 4096
@@ -380,6 +382,8 @@ cdef class RequestParser:
         if self._target_len and self._error_class is None:
             raise RuntimeError("a large argument waits for set_target()")
         self._make_room()
+        if not self._large_last:
+            return self._view[self._end:]
         return self._view[self._end:min(self._cap,
                                         self._end + max(READ_SIZE, self._need - (self._end - self._start)))]
 
@@ -452,6 +456,7 @@ cdef class RequestParser:
         self._target_set = True
         self._target_view = view
         self._token = token
+        self._large_in_command = True
         n = min(self._end - self._start, self._target_len)
         memcpy(self._target_buf.buf, self._data + self._start, n)
         self._start += n
@@ -557,6 +562,7 @@ cdef class RequestParser:
         """Move past the command peek_command() read."""
         self._start = self._peeked_end
         self._scanned = 0
+        self._large_last = False
 
     cdef int _fail(self, str message) except -1:
         self._error_class = ProtocolError
@@ -599,6 +605,7 @@ cdef class RequestParser:
             if self._args is not None and self._remaining == 0:
                 argv = self._args
                 self._args = None
+                self._large_last, self._large_in_command = self._large_in_command, False
                 return argv
             base = self._data + self._start
             unparsed = self._end - self._start

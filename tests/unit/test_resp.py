@@ -230,6 +230,24 @@ def test_large_argument_already_buffered_with_following_commands():
     assert parser.next_command() is None
 
 
+def test_after_a_large_argument_a_read_asks_for_16_kib():
+    """A client that sends large arguments gets reads of 16 KiB (Redis's PROTO_IOBUF_LEN),
+    so the next one's header comes with at most that much of its value, copied into its
+    target; after a command without one, a read asks for the whole buffer again."""
+    parser = RequestParser(large_arg_threshold=1024)
+    assert len(parser.get_buffer(-1)) == 65536
+    data = multibulk(b"SET", b"k", b"v" * 4096)
+    push(parser, data[:100])
+    assert parser.next_command() is None
+    parser.set_target(bytearray(4096), "tok")
+    assert feed(parser, data[100:]) == [[b"SET", b"k", "tok"]]
+    assert len(parser.get_buffer(-1)) == 16384
+    # an element that needs more than 16 KiB still gets all it needs in one read
+    assert feed(parser, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n") == []
+    assert feed(parser, b"x" * 1002) == [[b"SET", b"k", b"x" * 1000]]
+    assert len(parser.get_buffer(-1)) == 65536             # a small command: whole reads again
+
+
 def test_large_argument_target_misuse():
     parser = RequestParser(large_arg_threshold=10)
     with pytest.raises(RuntimeError):
@@ -410,16 +428,13 @@ def test_query_buffer_limit_counts_the_large_argument_in_its_target():
 
 def test_buffer_compacts_grows_and_shrinks():
     parser = RequestParser()
-    # a read asks for 16 KiB (Redis's PROTO_IOBUF_LEN), so a large argument's header
-    # comes with at most that much of its value to copy into its target
-    assert len(parser.get_buffer(-1)) == 16384 and parser.free == 65536
-    # a 65535-byte argument (below the threshold) needs more than 64 KiB: a read asks
-    # for all it still needs
+    assert len(parser.get_buffer(-1)) == 65536
+    # a 65535-byte argument (below the threshold) needs more than 64 KiB
     data = multibulk(b"SET", b"k", b"v" * 65535)
     assert feed(parser, data[:60000]) == []
     assert len(parser.get_buffer(-1)) >= len(data) - 60000
     assert feed(parser, data[60000:]) == [[b"SET", b"k", b"v" * 65535]]
-    assert len(parser.get_buffer(-1)) == 16384 and parser.free == 65536   # idle: back to the initial size
+    assert len(parser.get_buffer(-1)) == 65536            # idle: back to the initial size
     # pipelined small commands never grow it, and the partial command left at
     # the end of the buffer is moved to the front instead of forcing tiny reads
     small = multibulk(b"SET", b"key:000001", b"x" * 100) * 5000
