@@ -493,7 +493,9 @@ class DiskTier:
                 off = store.load_collection(db, record.key, record.type, value, record.expire_at)
             else:
                 off = store.commit(value, db, record.key, record.expire_at, record.type)
-        except (OutOfMemory, TenantError):
+        except (OutOfMemory, MemoryError, TenantError):
+            # (MemoryError: a collection's rebuild found no process memory) it stays on disk;
+            # raising here would lose the pins of the records this command already brought back
             self._discard(value, record)
             return 0
         except ValueError:      # a flattened collection that checked out but does not parse
