@@ -13,6 +13,12 @@
    word that points at it (a bucket or the previous entry's chain_next) */
 CX_API uint64_t cx_find(char *base, uint64_t h, unsigned tenant, unsigned pdb, const uint8_t *key, size_t klen,
                         uint64_t **link);
+/* A lookup of hash h waits for two cache misses in a row: its bucket, then the entry
+   the bucket points at. A pipeline's lookups ask for them ahead, each step for all
+   its keys at once, so the misses overlap: first the buckets, then (once they are
+   in) the first entry of each chain, its header and key. */
+static void cx_prefetch_bucket(char *base, uint64_t h);
+static void cx_prefetch_chain(char *base, uint64_t h);
 static void cx_index_unlink(char *base, uint64_t off);
 static void cx_index_push(char *base, uint64_t off);
 static void cx_index_replace(char *base, uint64_t *link, uint64_t old, uint64_t off);

@@ -34,9 +34,9 @@ from libc.stdint cimport int64_t
 from libc.string cimport strlen
 
 from cxlredis._resp cimport ArgSpan, ReplyWriter, RequestParser
-from cxlredis._store cimport (Arena, Keyspace, delete_key, expire_key, get_string, hash_get, hash_set,
-                              incr_string, key_exists, key_ttl_ms, maybe_on_disk, mget_string, set_string,
-                              string_fits, under_maxmemory)
+from cxlredis._store cimport (PREFETCH_KEYS, Arena, Keyspace, delete_key, expire_key, get_string, hash_get,
+                              hash_set, incr_string, key_exists, key_ttl_ms, maybe_on_disk, mget_string,
+                              prefetch_lookups, set_string, string_fits, under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
@@ -50,6 +50,8 @@ cdef extern from "string2ll.h":
 cdef enum:
     # commands of up to this many arguments are read where they lie in the input buffer
     PEEKED_ARGS = 32
+    # the most commands one look ahead down the pipeline covers (prefetch_window)
+    PREFETCH_COMMANDS = 16
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -211,18 +213,58 @@ cdef bint served_here(const ArgSpan *args, Py_ssize_t argc, int op, const unsign
     return serve_here[cx_key_slot(<const unsigned char *>args[1].ptr, args[1].len)] != 0
 
 
+cdef inline Py_ssize_t keys_end(int op, Py_ssize_t argc) noexcept:
+    """The command's keys are its arguments 1 up to this one (excluded)."""
+    return argc if op == FAST_EXISTS or op == FAST_DEL or op == FAST_MGET else 2
+
+
 cdef bint any_on_disk(Keyspace store, int db, const ArgSpan *args, Py_ssize_t argc, int op):
     """A key of the command may have a copy in the disk tier: the general path, which
     brings such copies back before a command runs, takes it (and any error of its
     keyspace, e.g. a tenant dropped meanwhile)."""
-    cdef Py_ssize_t i, keys = argc if op == FAST_EXISTS or op == FAST_DEL or op == FAST_MGET else 2
+    cdef Py_ssize_t i
     try:
-        for i in range(1, keys):
+        for i in range(1, keys_end(op, argc)):
             if maybe_on_disk(store, db, args[i].ptr, args[i].len):
                 return True
     except Exception:
         return True
     return False
+
+
+cdef Py_ssize_t prefetch_window(RequestParser parser, Keyspace store, int db) noexcept:
+    """Prefetch the keys of the fast commands at the head of the input, up to
+    PREFETCH_COMMANDS of them and PREFETCH_KEYS keys, so that the cache misses of their
+    lookups overlap rather than follow one another; returns how many commands that
+    covered (serve looks ahead again once it has run them). A single command gains
+    nothing from it and gets none."""
+    cdef ArgSpan args[PEEKED_ARGS]
+    cdef const char *keys[PREFETCH_KEYS]
+    cdef Py_ssize_t key_lens[PREFETCH_KEYS]
+    cdef Py_ssize_t skip = 0, argc, end, i, n = 0, commands = 0
+    cdef int op
+    while commands < PREFETCH_COMMANDS:
+        argc = parser.peek_ahead(&skip, args, PEEKED_ARGS)
+        op = NOT_FAST if argc == 0 else op_of(args, argc)
+        if op == NOT_FAST:
+            break
+        end = keys_end(op, argc)
+        if n + end - 1 > PREFETCH_KEYS:
+            break
+        for i in range(1, end):
+            keys[n] = args[i].ptr
+            key_lens[n] = args[i].len
+            n += 1
+        commands += 1
+    if commands > 1:
+        prefetch_lookups(store, db, keys, key_lens, n)
+    return commands
+
+
+def look_ahead(RequestParser parser, Keyspace store, int db):
+    """prefetch_window's look at the head of parser's input (for the tests): how many
+    commands it covered."""
+    return prefetch_window(parser, store, db)
 
 
 cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Keyspace store, int db,
@@ -337,9 +379,12 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     cdef Py_ssize_t argc
     cdef list argv
     cdef int op, bucket, done, ran = 0
+    cdef Py_ssize_t looked_ahead_to = 0     # prefetch_window's next look: after this many ran
     cdef int64_t began = monotonic_ns(), ended, elapsed_us
     try:
         while True:
+            if ran == looked_ahead_to:
+                looked_ahead_to = ran + max(prefetch_window(parser, store, db), 1)
             argv = None
             args = room
             argc = parser.peek_command(room, PEEKED_ARGS)

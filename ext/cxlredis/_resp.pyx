@@ -529,6 +529,20 @@ cdef class RequestParser:
         self._peeked_end = end - self._data
         return argc
 
+    cdef Py_ssize_t peek_ahead(self, Py_ssize_t *skip, ArgSpan *args, Py_ssize_t max_args) noexcept:
+        """peek_command() for the command that starts *skip bytes after the next one (0:
+        the next one), moving *skip past it: a look further down a pipeline, which consumes
+        nothing."""
+        cdef Py_ssize_t argc
+        cdef const char *end
+        if not self._peekable():
+            return 0
+        end = self._peek_at(self._data + self._start + skip[0], args, max_args, &argc)
+        if end == NULL:
+            return 0
+        skip[0] = end - (self._data + self._start)
+        return argc
+
     cdef bint _peekable(self) noexcept:
         return not (self._handed_back is not None or self._error_class is not None or self._closed
                     or not self._authenticated or self._args is not None or self._target_len

@@ -71,5 +71,10 @@ cdef int hash_get(Keyspace ks, int db, const char *key, Py_ssize_t key_len, cons
 cdef int hash_set(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *field,
                   Py_ssize_t field_len, const char *value, Py_ssize_t value_len) except -2
 cdef bint under_maxmemory(Arena a) except -1
+# a pipeline's keys, looked up ahead: their lookups' cache misses overlap
+cdef enum:
+    PREFETCH_KEYS = 32          # the most keys one prefetch_lookups takes
+cdef void prefetch_lookups(Keyspace ks, int db, const char **keys, const Py_ssize_t *key_lens,
+                           Py_ssize_t n) noexcept
 # whether key may have a copy in the disk tier (then the general path runs the command)
 cdef bint maybe_on_disk(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1

@@ -225,6 +225,8 @@ cdef extern from "arena/warm.h":
 cdef extern from "arena/index.h":
     uint64_t cx_find(char* base, uint64_t h, unsigned tenant, unsigned pdb, const uint8_t* key, size_t klen,
                      uint64_t** link) nogil
+    void cx_prefetch_bucket(char* base, uint64_t h) nogil
+    void cx_prefetch_chain(char* base, uint64_t h) nogil
 
 cdef extern from "arena/slots.h":
     int cx_slots_enable(char* base) nogil
@@ -1020,6 +1022,29 @@ cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py
     value[0] = <const char *>CX_VAL(e)
     value_len[0] = e.value_len
     return 1
+
+
+cdef void prefetch_lookups(Keyspace ks, int db, const char **keys, const Py_ssize_t *key_lens,
+                           Py_ssize_t n) noexcept:
+    """Ask the memory system for what lookups of these keys (at most PREFETCH_KEYS) read
+    first, all the buckets and then all the entries (cx_prefetch_bucket), before the
+    commands run one by one. It reads only what those lookups read and changes nothing;
+    a closed arena, a dropped tenant or a db out of range get no prefetch, and the
+    command then answers as it does."""
+    cdef Arena a = <Arena>ks if ks.is_arena else ks.owner
+    cdef uint64_t hashes[PREFETCH_KEYS]
+    cdef unsigned pdb
+    cdef Py_ssize_t i
+    if a is None or a.base == NULL or not 0 <= db < a.ndb or n > PREFETCH_KEYS:
+        return
+    if not ks.is_arena and CX_SB(a.base).tmeta[ks.tenant].incarnation != ks.incarnation:
+        return
+    pdb = CX_SB(a.base).db_map[db] if ks.tenant == 0 else <unsigned>db
+    for i in range(n):
+        hashes[i] = cx_key_hash(CX_SB(a.base), ks.tenant, pdb, <const uint8_t *>keys[i], key_lens[i])
+        cx_prefetch_bucket(a.base, hashes[i])
+    for i in range(n):
+        cx_prefetch_chain(a.base, hashes[i])
 
 
 cdef bint maybe_on_disk(Keyspace ks, int db, const char *key, Py_ssize_t key_len) except -1:
