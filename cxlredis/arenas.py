@@ -98,10 +98,12 @@ class Arenas:
             arena.expire_cycle(budget_us)
 
     def release_free_pages(self):
-        """Idle big free blocks go back to the kernel, a bounded amount per call; a backing
-        that cannot supply pages is logged once a minute per arena."""
+        """Small freed blocks merge back into the free lists, and idle big free blocks go
+        back to the kernel, a bounded amount per call; a backing that cannot supply pages is
+        logged once a minute per arena."""
         now = time.monotonic()
         for arena in self.every():
+            arena.merge_quick_lists()
             arena.release_free_pages()
             err = arena.take_backing_error()
             if err and now - self.backing_full_logged.get(arena.path, -BACKING_FULL_LOG_INTERVAL) \

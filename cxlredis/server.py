@@ -334,7 +334,8 @@ class Server:
                 self.monitoring.evict_to_maxmemory(arena)
         self.notifications.publish_drops()
         self.curves.feed(self.tenants.read_counts)
-        # Idle big free blocks go back to the kernel, a bounded amount per tick.
+        # Small freed blocks merge back (quick lists), idle big free blocks go back to the
+        # kernel, a bounded amount per tick.
         self.monitoring.latency.timed("release-free-pages", store.release_free_pages)
         self.leases.expire()
         store.tenants.close_idle(self.leases.arenas())

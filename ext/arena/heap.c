@@ -52,6 +52,35 @@ static inline uint64_t cx_free_prefix(char *base, uint64_t off) {
     return (f->backing & CX_BK_TAG_MASK) == CX_BK_TAG ? f->prefix : 0;
 }
 
+static inline int cx_quick_class(uint64_t size) {
+    return size < CX_QUICK_CLASSES * 64ull ? (int)(size >> 6) : -1;
+}
+
+/* keep freed block off (of `size` bytes, backed, off heap_used already) on its quick
+   list if it has one with room: 1, else 0 */
+static int cx_quick_push(char *base, uint64_t off, uint64_t size) {
+    cx_super *sb = CX_SB(base);
+    int c = cx_quick_class(size);
+    if (c < 0 || sb->quick_len[c] >= CX_QUICK_DEPTH) return 0;
+    cx_freeblk *f = (cx_freeblk *)(base + off);
+    cx_store(&f->size_state, size | CX_QUICK);
+    f->backing = CX_BK_WORD(CX_BK_BACKED);
+    f->next = sb->quick_head[c];
+    sb->quick_head[c] = off;
+    sb->quick_len[c]++;
+    return 1;
+}
+
+static uint64_t cx_quick_pop(char *base, uint64_t need) {
+    cx_super *sb = CX_SB(base);
+    int c = cx_quick_class(need);
+    if (c < 0 || !sb->quick_head[c]) return 0;
+    uint64_t off = sb->quick_head[c];
+    sb->quick_head[c] = ((cx_freeblk *)(base + off))->next;
+    sb->quick_len[c]--;
+    return off;
+}
+
 /* Take a block of exactly `need` bytes (a multiple of 64) from the free lists;
    returns its offset with state RESERVED, or 0. Good fit: a first fit among the
    first few blocks of the request's own class, else any block of a higher class
@@ -60,8 +89,14 @@ static inline uint64_t cx_free_prefix(char *base, uint64_t off) {
    no room for them. */
 static uint64_t cx_heap_alloc(char *base, uint64_t need, const cx_cfg *cfg, int *err) {
     cx_super *sb = CX_SB(base);
+    uint64_t off = cx_quick_pop(base, need);
+    if (off) {
+        cx_store((uint64_t *)(base + off), need | CX_RESERVED);
+        sb->heap_used += need;
+        return off;
+    }
     unsigned c = cx_class(need);
-    uint64_t off = 0, cur = sb->free_head[c];
+    uint64_t cur = sb->free_head[c];
     int steps = 0;
     for (; cur && steps < 16; steps++, cur = ((cx_freeblk *)(base + cur))->next)
         if (CX_SIZE(*(uint64_t *)(base + cur)) >= need) { off = cur; break; }
@@ -71,7 +106,7 @@ static uint64_t cx_heap_alloc(char *base, uint64_t need, const cx_cfg *cfg, int 
     }
     for (; !off && cur; cur = ((cx_freeblk *)(base + cur))->next)
         if (CX_SIZE(*(uint64_t *)(base + cur)) >= need) off = cur;
-    if (!off) return 0;
+    if (!off) return cx_quick_drain(base) ? cx_heap_alloc(base, need, cfg, err) : 0;
     uint64_t size = CX_SIZE(*(uint64_t *)(base + off)), backing = ((cx_freeblk *)(base + off))->backing;
     uint64_t prefix = cx_free_prefix(base, off);
     int split = size - need >= CX_MIN_BLOCK;
@@ -108,15 +143,14 @@ static uint64_t cx_heap_alloc(char *base, uint64_t need, const cx_cfg *cfg, int 
     return off;
 }
 
-/* Return a block (all of whose pages are backed) to the heap, merging it with free
-   neighbours; returns the offset of the resulting free block. */
-static uint64_t cx_heap_free(char *base, uint64_t off) {
+/* Merge block off (all of whose pages are backed, already off heap_used) with its free
+   neighbours into the free lists; returns the offset of the resulting free block. */
+static uint64_t cx_heap_merge(char *base, uint64_t off) {
     cx_super *sb = CX_SB(base);
     uint64_t size = CX_SIZE(*(uint64_t *)(base + off));
     uint64_t heap_end = sb->heap_off + sb->heap_size;
     int backed = 1;
     uint64_t prefix = size;     /* the freed block is backed, and so what follows it if it is */
-    sb->heap_used -= size;
     uint64_t right = off + size;
     if (right < heap_end && CX_STATE(*(uint64_t *)(base + right)) == CX_FREE) {
         backed = cx_free_backed(base, right);
@@ -145,6 +179,27 @@ static uint64_t cx_heap_free(char *base, uint64_t off) {
     cx_free_push(base, off, size, CX_BK_WORD(backed ? CX_BK_BACKED : CX_BK_MIXED));
     ((cx_freeblk *)(base + off))->prefix = prefix;
     return off;
+}
+
+/* Return a block (all of whose pages are backed) to the heap: to its quick list, or
+   merged with its free neighbours; returns the offset of the resulting free block. */
+static uint64_t cx_heap_free(char *base, uint64_t off) {
+    uint64_t size = CX_SIZE(*(uint64_t *)(base + off));
+    CX_SB(base)->heap_used -= size;
+    return cx_quick_push(base, off, size) ? off : cx_heap_merge(base, off);
+}
+
+/* Merge every quick block into the free lists; returns how many there were. */
+static uint64_t cx_quick_drain(char *base) {
+    uint64_t drained = 0;
+    for (int c = 0; c < CX_QUICK_CLASSES; c++) {
+        uint64_t off;
+        while ((off = cx_quick_pop(base, (uint64_t)c << 6))) {
+            cx_heap_merge(base, off);
+            drained++;
+        }
+    }
+    return drained;
 }
 
 /* The pages the warmer faulted in inside HOLLOW free block off ([lo, hi) its interior),

@@ -26,6 +26,18 @@ static inline int cx_free_backed(char *base, uint64_t off) {
 }
 static uint64_t cx_heap_alloc(char *base, uint64_t need, const cx_cfg *cfg, int *err);
 static uint64_t cx_heap_free(char *base, uint64_t off);
+
+/* ---- quick lists: small freed blocks kept whole for the next block of their size ----
+   A rewrite of a small value (INCR, HSET, a SET over a SET) frees one block and takes
+   another of the same size. Merging the freed block with its neighbours reads their
+   boundary tags, two cache misses, and the new block comes from wherever the free
+   lists had one, cold. So a freed block of up to 2 KiB goes, unmerged, on a LIFO list
+   of its class (CX_QUICK state, at most CX_QUICK_DEPTH per class), and the next
+   allocation of its size takes it back while its lines are still in the cache. A quick
+   block counts as free in heap_used; an allocation the free lists cannot serve first
+   merges every quick block back into them (cx_quick_drain), so they never cost a fit.
+   A rebuild turns them into plain free blocks. */
+static uint64_t cx_quick_drain(char *base);
 CX_API uint64_t cx_release_free(char *base, const cx_cfg *cfg, int64_t now, uint64_t min_age,
                                 uint64_t max_bytes, uint64_t max_visits);
 

@@ -21,20 +21,6 @@ CX_API uint64_t cx_find(char *base, uint64_t h, unsigned tenant, unsigned pdb, c
     return 0;
 }
 
-static void cx_prefetch_bucket(char *base, uint64_t h) {
-    __builtin_prefetch(&CX_BUCKETS(base)[h & (CX_SB(base)->index_buckets - 1)], 0, 3);
-}
-
-static void cx_prefetch_chain(char *base, uint64_t h) {
-    uint64_t first = CX_BUCKETS(base)[h & (CX_SB(base)->index_buckets - 1)];
-    if (!first) return;
-    /* the first line for writing (the LRU touch), the second for the hash and key, the
-       third for what a short key's value starts with */
-    __builtin_prefetch(base + first, 1, 3);
-    __builtin_prefetch(base + first + 64, 0, 3);
-    __builtin_prefetch(base + first + 128, 0, 3);
-}
-
 static void cx_index_unlink(char *base, uint64_t off) {
     cx_entry *e = CX_E(base, off);
     uint64_t *slot = &CX_BUCKETS(base)[e->hash & (CX_SB(base)->index_buckets - 1)];

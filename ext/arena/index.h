@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "layout.h"
 
 /* the live entry for the identity (0 if none); *link, unless link is NULL, is the
    word that points at it (a bucket or the previous entry's chain_next) */
@@ -17,8 +18,20 @@ CX_API uint64_t cx_find(char *base, uint64_t h, unsigned tenant, unsigned pdb, c
    the bucket points at. A pipeline's lookups ask for them ahead, each step for all
    its keys at once, so the misses overlap: first the buckets, then (once they are
    in) the first entry of each chain, its header and key. */
-static void cx_prefetch_bucket(char *base, uint64_t h);
-static void cx_prefetch_chain(char *base, uint64_t h);
+static inline void cx_prefetch_bucket(char *base, uint64_t h) {
+    __builtin_prefetch(&CX_BUCKETS(base)[h & (CX_SB(base)->index_buckets - 1)], 0, 3);
+}
+
+static inline void cx_prefetch_chain(char *base, uint64_t h) {
+    uint64_t first = CX_BUCKETS(base)[h & (CX_SB(base)->index_buckets - 1)];
+    if (!first) return;
+    /* the first line for writing (the LRU touch), the second for the hash and key, the
+       third for what a short key's value starts with */
+    __builtin_prefetch(base + first, 1, 3);
+    __builtin_prefetch(base + first + 64, 0, 3);
+    __builtin_prefetch(base + first + 128, 0, 3);
+}
+
 static void cx_index_unlink(char *base, uint64_t off);
 static void cx_index_push(char *base, uint64_t off);
 static void cx_index_replace(char *base, uint64_t *link, uint64_t old, uint64_t off);

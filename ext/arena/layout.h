@@ -22,6 +22,8 @@
 #define CX_NTENANT 64
 #define CX_NCLASS 384           /* free-list size classes */
 #define CX_MAP_WORDS (CX_NCLASS / 64)
+#define CX_QUICK_CLASSES 33     /* quick lists, by class: blocks of 64 B to 2 KiB (heap.h) */
+#define CX_QUICK_DEPTH 16       /* the most blocks one quick list keeps */
 #define CX_BYTES_PER_BUCKET 2048ull
 #define CX_MIN_BUCKETS 1024ull
 /* the expiry wheel: slot i lists the volatile entries due in a CX_WHEEL_MS-long
@@ -33,8 +35,9 @@
 
 /* block states, kept in the low 6 bits of the header word (sizes are multiples of 64);
    a TABLE block holds one tenant's per-db key counters (see cx_dbtab), a NODE block a
-   part of a collection's tree (tree.h) */
-enum { CX_FREE = 1, CX_RESERVED = 2, CX_LIVE = 3, CX_ZOMBIE = 4, CX_TABLE = 5, CX_NODE = 6 };
+   part of a collection's tree (tree.h), a QUICK block is free but kept whole on a quick
+   list (heap.h) */
+enum { CX_FREE = 1, CX_RESERVED = 2, CX_LIVE = 3, CX_ZOMBIE = 4, CX_TABLE = 5, CX_NODE = 6, CX_QUICK = 7 };
 /* maxmemory policies (a tenant's own is stored as its id + 1, see cx_tenant_meta) */
 enum { CX_NOEVICTION, CX_ALLKEYS_LRU, CX_VOLATILE_LRU, CX_ALLKEYS_RANDOM,
        CX_VOLATILE_RANDOM, CX_VOLATILE_TTL, CX_ALLKEYS_LFU, CX_VOLATILE_LFU };
@@ -167,6 +170,10 @@ typedef struct {
     uint64_t wheel_walk_from;         /* now's period when that look started from its first entry */
     cx_rename_intent rename;
     uint64_t wheel[CX_WHEEL_SLOTS];   /* first entry of each slot; rebuilt, like the LRU lists */
+    /* the quick lists (heap.h), linked through cx_freeblk.next; emptied by a rebuild (an
+       arena formatted before they existed has them empty: zero) */
+    uint64_t quick_head[CX_QUICK_CLASSES];
+    uint32_t quick_len[CX_QUICK_CLASSES];
 } cx_super;
 
 _Static_assert(sizeof(cx_entry) == CX_HDR, "entry header size");

@@ -114,6 +114,8 @@ CX_API int64_t cx_rebuild(char *base) {
     cx_slots_clear(base);
     memset(sb->free_map, 0, sizeof sb->free_map);
     memset(sb->free_head, 0, sizeof sb->free_head);
+    memset(sb->quick_head, 0, sizeof sb->quick_head);
+    memset(sb->quick_len, 0, sizeof sb->quick_len);
     memset(sb->db_keys, 0, sizeof sb->db_keys);
     memset(sb->db_volatile, 0, sizeof sb->db_volatile);
     sb->tenant_bits = 0;
@@ -168,7 +170,8 @@ CX_API int64_t cx_rebuild(char *base) {
             break;
         }
         unsigned st = CX_STATE(w);
-        if (st == CX_FREE) continue;
+        if (st == CX_QUICK) *(uint64_t *)(base + off) = size | CX_FREE;     /* its list is gone */
+        if (st == CX_FREE || st == CX_QUICK) continue;
         if (st == CX_NODE) {
             CX_N(base, off)->mark = 0;      /* kept if a live collection reaches it (below) */
             continue;

@@ -42,7 +42,10 @@ cdef extern from "arena/layout.h":
         CX_NTENANT
         CX_NCLASS
         CX_MAP_WORDS
+        CX_QUICK_CLASSES
+        CX_QUICK_DEPTH
         CX_FREE
+        CX_QUICK
         CX_RESERVED
         CX_LIVE
         CX_ZOMBIE
@@ -160,6 +163,8 @@ cdef extern from "arena/layout.h":
         uint64_t wheel_walk_from
         cx_rename_intent rename
         uint64_t wheel[CX_WHEEL_SLOTS]
+        uint64_t quick_head[CX_QUICK_CLASSES]
+        uint32_t quick_len[CX_QUICK_CLASSES]
 
     uint64_t CX_SIZE(uint64_t w) nogil
     unsigned CX_STATE(uint64_t w) nogil
@@ -196,6 +201,7 @@ cdef extern from "arena/hash.h":
     uint64_t cx_value_sum(const uint8_t *p, uint64_t n) nogil
 
 cdef extern from "arena/heap.h":
+    uint64_t cx_quick_drain(char* base) nogil
     unsigned cx_class(uint64_t size) nogil
     uint64_t cx_release_free(char* base, const cx_cfg* cfg, int64_t now, uint64_t min_age,
                              uint64_t max_bytes, uint64_t max_visits) nogil
@@ -2597,6 +2603,12 @@ cdef class Arena(Keyspace):
             done = cx_release_free(base, &cfg, cx_now_ms(), RELEASE_AGE_MS, max_bytes, RELEASE_VISITS)
         return done
 
+    def merge_quick_lists(self):
+        """Merge the blocks waiting on the quick lists (ext/arena/heap.h) into the free
+        lists, so that none stays unmerged for long once the writes that would reuse it
+        stop (the cron does this before release_free_pages). Returns how many there were."""
+        return cx_quick_drain(open_base(self))
+
     def take_backing_error(self):
         """The errno (ENOSPC) with which the backing last refused pages for a write, which
         then got OutOfMemory, since the previous call; 0 if none."""
@@ -2945,6 +2957,7 @@ cdef list check_arena(Arena a):
     cdef dict tables = {}            # counter table offset -> the tenant it names
     cdef dict db_counts = {}         # (tenant, physical db) -> [keys, volatile keys]
     cdef set free_blocks = set()
+    cdef set quick_blocks = set()
     cdef set nodes = set()           # NODE blocks: every one in one live collection's trees
     heap_used = dataset = reserved = zombies = pinned = 0
     tenant_used = [0] * CX_NTENANT
@@ -2965,6 +2978,8 @@ cdef list check_arena(Arena a):
             if prev_free:
                 problems.append(f"free block at {off} follows another free block")
             free_blocks.add(off)
+        elif st == CX_QUICK:
+            quick_blocks.add(off)
         elif st == CX_TABLE:
             heap_used += size
             tables[off] = (<cx_dbtab*>(base + off)).tenant
@@ -3032,6 +3047,24 @@ cdef list check_arena(Arena a):
             cur = fb.next
     if listed != free_blocks:
         problems.append(f"{len(free_blocks - listed)} free blocks are on no free list")
+    listed = set()
+    for c in range(CX_QUICK_CLASSES):
+        cur = sb.quick_head[c]
+        n = 0
+        while cur:
+            if cur in listed or cur not in quick_blocks:
+                problems.append(f"quick list {c}: {cur} is not a quick block (or listed twice)")
+                break
+            listed.add(cur)
+            n += 1
+            if CX_SIZE((<cx_freeblk*>(base + cur)).size_state) != <uint64_t>c * 64:
+                problems.append(f"quick block {cur} of size {CX_SIZE((<cx_freeblk*>(base + cur)).size_state)} "
+                                f"is on quick list {c}")
+            cur = (<cx_freeblk*>(base + cur)).next
+        if n != sb.quick_len[c] or n > CX_QUICK_DEPTH:
+            problems.append(f"quick list {c} holds {n} blocks, counts {sb.quick_len[c]}")
+    if listed != quick_blocks:
+        problems.append(f"{len(quick_blocks - listed)} quick blocks are on no quick list")
 
     indexed = set()
     names = set()

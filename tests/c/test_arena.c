@@ -71,20 +71,23 @@ static int holds(char *base, uint64_t off, const char *value) {
 
 /* Walks the heap: the blocks tile it, each footer repeats its block's size, no two
    free blocks touch (they were coalesced), every free block is on the free list of
-   its class and nothing else is, the bitmap marks exactly the non-empty classes, and
-   heap_used is what is not free. Returns the number of free blocks, -1 if broken. */
+   its class and nothing else is, the bitmap marks exactly the non-empty classes, every
+   quick block is on the quick list of its size, and heap_used is what is neither free
+   nor quick. Returns the number of free blocks, -1 if broken. */
 static int heap_check(char *base) {
     cx_super *sb = CX_SB(base);
-    uint64_t off, size, used = 0, listed = 0;
+    uint64_t off, size, used = 0, listed = 0, quick_blocks = 0;
     int free_blocks = 0, ok = 1, prev_free = 0;
     for (off = sb->heap_off; off < sb->heap_off + sb->heap_size; off += size) {
         size = CX_SIZE(word(base, off));
         if (size < CX_MIN_BLOCK || size > sb->heap_off + sb->heap_size - off) return -1;
         ok &= CHECK(word(base, off + size - 8) == size);
-        int is_free = CX_STATE(word(base, off)) == CX_FREE;
+        unsigned st = CX_STATE(word(base, off));
+        int is_free = st == CX_FREE;
         ok &= CHECK(!(is_free && prev_free));
         prev_free = is_free;
         if (is_free) free_blocks++;
+        else if (st == CX_QUICK) quick_blocks++;
         else used += size;
     }
     ok &= CHECK(off == sb->heap_off + sb->heap_size);
@@ -101,6 +104,14 @@ static int heap_check(char *base) {
         }
     }
     ok &= CHECK(listed == (uint64_t)free_blocks);
+    listed = 0;
+    for (unsigned c = 0; c < CX_QUICK_CLASSES; c++) {
+        for (uint64_t cur = sb->quick_head[c]; cur; cur = ((cx_freeblk *)(base + cur))->next) {
+            ok &= CHECK(word(base, cur) == ((uint64_t)c << 6 | CX_QUICK));
+            listed++;
+        }
+    }
+    ok &= CHECK(listed == quick_blocks);
     return ok ? free_blocks : -1;
 }
 
@@ -128,25 +139,26 @@ static void test_heap_alloc_free_coalesce(void) {
     cx_super *sb = CX_SB(base);
     cx_cfg cfg = settings(CX_NOEVICTION);
     int err = 0;
+    /* blocks above the quick lists' sizes (test_heap_quick_lists has those) */
     CHECK_EQ(heap_check(base), 1);                          /* formatted: one free block */
     CHECK_EQ(CX_SIZE(word(base, sb->heap_off)), sb->heap_size);
 
-    uint64_t a = cx_heap_alloc(base, 256, &cfg, &err);
-    uint64_t b = cx_heap_alloc(base, 512, &cfg, &err);
-    uint64_t c = cx_heap_alloc(base, 1024, &cfg, &err);
+    uint64_t a = cx_heap_alloc(base, 4096, &cfg, &err);
+    uint64_t b = cx_heap_alloc(base, 8192, &cfg, &err);
+    uint64_t c = cx_heap_alloc(base, 16384, &cfg, &err);
     CHECK_EQ(err, 0);
     CHECK_EQ(a, sb->heap_off);                             /* each split off the front of the rest */
-    CHECK_EQ(b, a + 256);
-    CHECK_EQ(c, b + 512);
-    CHECK_EQ(word(base, b), 512 | CX_RESERVED);
-    CHECK_EQ(sb->heap_used, 256 + 512 + 1024);
+    CHECK_EQ(b, a + 4096);
+    CHECK_EQ(c, b + 8192);
+    CHECK_EQ(word(base, b), 8192 | CX_RESERVED);
+    CHECK_EQ(sb->heap_used, 4096 + 8192 + 16384);
     CHECK_EQ(heap_check(base), 1);
 
     CHECK_EQ(cx_heap_free(base, b), b);                    /* between two allocated blocks */
-    CHECK_EQ(word(base, b), 512 | CX_FREE);
+    CHECK_EQ(word(base, b), 8192 | CX_FREE);
     CHECK_EQ(heap_check(base), 2);
     CHECK_EQ(cx_heap_free(base, a), a);                    /* merges with b on its right */
-    CHECK_EQ(word(base, a), 768 | CX_FREE);
+    CHECK_EQ(word(base, a), 12288 | CX_FREE);
     CHECK_EQ(heap_check(base), 2);
     CHECK_EQ(cx_heap_free(base, c), sb->heap_off);         /* merges left and right: all free again */
     CHECK_EQ(word(base, sb->heap_off), sb->heap_size | CX_FREE);
@@ -156,31 +168,101 @@ static void test_heap_alloc_free_coalesce(void) {
 }
 
 static void test_heap_reuses_holes_by_class(void) {
+    /* blocks above the quick lists' sizes, so that a free goes to the free lists */
+    const uint64_t big = CX_QUICK_CLASSES * 64 + 448;
     char *base = new_arena();
     cx_cfg cfg = settings(CX_NOEVICTION);
     int err = 0;
-    uint64_t x = cx_heap_alloc(base, 256, &cfg, &err);
-    uint64_t y = cx_heap_alloc(base, 256, &cfg, &err);
-    uint64_t z = cx_heap_alloc(base, 256, &cfg, &err);
+    uint64_t x = cx_heap_alloc(base, big, &cfg, &err);
+    uint64_t y = cx_heap_alloc(base, big, &cfg, &err);
+    uint64_t z = cx_heap_alloc(base, big, &cfg, &err);
     cx_heap_free(base, y);
+    CHECK_EQ(word(base, y), big | CX_FREE);
     /* a smaller request takes the hole (the nearest class above its own) and splits it */
-    CHECK_EQ(cx_heap_alloc(base, 192, &cfg, &err), y);
-    CHECK_EQ(word(base, y + 192), 64 | CX_FREE);
+    CHECK_EQ(cx_heap_alloc(base, big - 64, &cfg, &err), y);
+    CHECK_EQ(word(base, y + big - 64), 64 | CX_FREE);
     /* the 64-byte rest is first in its own class */
-    CHECK_EQ(cx_heap_alloc(base, 64, &cfg, &err), y + 192);
+    CHECK_EQ(cx_heap_alloc(base, 64, &cfg, &err), y + big - 64);
     CHECK_EQ(heap_check(base), 1);
-    /* a block too small to split off (under 64 bytes left) goes whole */
+    /* a block too small to split off (under 64 bytes left) goes whole; the 64-byte block
+       waits on its quick list until a drain merges it */
     cx_heap_free(base, y);
-    cx_heap_free(base, y + 192);
-    CHECK_EQ(word(base, y), 256 | CX_FREE);
-    CHECK_EQ(cx_heap_alloc(base, 256, &cfg, &err), y);
-    CHECK_EQ(word(base, y), 256 | CX_RESERVED);
+    cx_heap_free(base, y + big - 64);
+    CHECK_EQ(word(base, y + big - 64), 64 | CX_QUICK);
+    CHECK_EQ(cx_quick_drain(base), 1);
+    CHECK_EQ(word(base, y), big | CX_FREE);
+    CHECK_EQ(cx_heap_alloc(base, big, &cfg, &err), y);
+    CHECK_EQ(word(base, y), big | CX_RESERVED);
     CHECK_EQ(heap_check(base), 1);
     cx_heap_free(base, x);
     cx_heap_free(base, y);
     cx_heap_free(base, z);
     CHECK_EQ(heap_check(base), 1);
     CHECK_EQ(err, 0);
+    free_arena(base);
+}
+
+/* Small freed blocks wait whole on the quick list of their size, last in first out, at
+   most CX_QUICK_DEPTH of them; they count as free; an allocation the free lists cannot
+   serve merges them back first; a rebuild turns them into free blocks, dropping nothing. */
+static void test_heap_quick_lists(void) {
+    char *base = new_arena();
+    cx_super *sb = CX_SB(base);
+    cx_cfg cfg = settings(CX_NOEVICTION);
+    int err = 0;
+    uint64_t a = cx_heap_alloc(base, 256, &cfg, &err);
+    uint64_t b = cx_heap_alloc(base, 256, &cfg, &err);
+    uint64_t guard = cx_heap_alloc(base, 256, &cfg, &err);
+    uint64_t used = sb->heap_used;
+    cx_heap_free(base, a);
+    cx_heap_free(base, b);
+    /* unmerged though they touch, and off heap_used */
+    CHECK_EQ(word(base, a), 256 | CX_QUICK);
+    CHECK_EQ(word(base, b), 256 | CX_QUICK);
+    CHECK_EQ(sb->heap_used, used - 512);
+    CHECK_EQ(sb->quick_len[4], 2);
+    CHECK_EQ(heap_check(base), 1);
+    /* the last freed comes back first, for its own size only */
+    CHECK(cx_heap_alloc(base, 192, &cfg, &err) > guard);
+    CHECK_EQ(cx_heap_alloc(base, 256, &cfg, &err), b);
+    CHECK_EQ(word(base, b), 256 | CX_RESERVED);
+    CHECK_EQ(cx_heap_alloc(base, 256, &cfg, &err), a);
+    CHECK_EQ(sb->quick_len[4], 0);
+    CHECK_EQ(heap_check(base), 1);
+    /* a full list sends the rest to the free lists, merged */
+    uint64_t blocks[CX_QUICK_DEPTH + 4];
+    for (int i = 0; i < CX_QUICK_DEPTH + 4; i++) blocks[i] = cx_heap_alloc(base, 128, &cfg, &err);
+    for (int i = 0; i < CX_QUICK_DEPTH + 4; i++) cx_heap_free(base, blocks[i]);
+    CHECK_EQ(sb->quick_len[2], CX_QUICK_DEPTH);
+    CHECK_EQ(word(base, blocks[CX_QUICK_DEPTH - 1]), 128 | CX_QUICK);
+    CHECK_EQ(CX_STATE(word(base, blocks[CX_QUICK_DEPTH])), CX_FREE);
+    CHECK(CX_SIZE(word(base, blocks[CX_QUICK_DEPTH])) > 4 * 128);   /* with the heap's rest */
+    CHECK_EQ(heap_check(base), 1);
+    /* the free lists run dry: the quick blocks merge first, and a request no single one
+       of them fits is served from the space they make together */
+    for (unsigned c = cx_class_above(sb, 0); c < CX_NCLASS; c = cx_class_above(sb, 0)) {
+        uint64_t off = sb->free_head[c];
+        CHECK_EQ(cx_heap_alloc(base, CX_SIZE(word(base, off)), &cfg, &err), off);
+    }
+    CHECK_EQ(cx_heap_alloc(base, CX_QUICK_DEPTH * 128, &cfg, &err), blocks[0]);
+    for (unsigned c = 0; c < CX_QUICK_CLASSES; c++) CHECK_EQ(sb->quick_len[c] + (sb->quick_head[c] != 0), 0);
+    CHECK_EQ(heap_check(base), 0);
+    CHECK_EQ(cx_heap_alloc(base, 64, &cfg, &err), 0);
+    CHECK_EQ(err, 0);
+    free_arena(base);
+
+    /* a rebuild finds quick blocks free, and drops nothing for them */
+    base = new_arena();
+    sb = CX_SB(base);
+    uint64_t k1 = put(base, &cfg, 0, "k1", "v1", -1, 1000);
+    put(base, &cfg, 0, "k2", "v2", -1, 1000);
+    cx_drop(base, k1, 1);
+    CHECK_EQ(CX_STATE(word(base, k1)), CX_QUICK);
+    CHECK_EQ(cx_rebuild(base), 0);
+    for (unsigned c = 0; c < CX_QUICK_CLASSES; c++) CHECK_EQ(sb->quick_len[c] + (sb->quick_head[c] != 0), 0);
+    CHECK_EQ(CX_STATE(word(base, k1)), CX_FREE);
+    CHECK_EQ(heap_check(base), 2);
+    CHECK(holds(base, find(base, 0, 0, "k2"), "v2"));
     free_arena(base);
 }
 
@@ -398,7 +480,8 @@ static void test_index_chains_with_colliding_buckets(void) {
     CHECK_EQ(CX_E(base, off[2])->chain_next, off[0]);
     CHECK_EQ(sb->entries, 3);
     CHECK_EQ(sb->db_keys[0], 3);
-    CHECK_EQ(heap_check(base), 2);                         /* off[1]'s block was freed */
+    CHECK_EQ(word(base, off[1]) & 63, CX_QUICK);             /* off[1]'s block was freed */
+    CHECK_EQ(heap_check(base), 1);
     free_arena(base);
 }
 
@@ -458,7 +541,7 @@ static void test_same_key_per_db_and_tenant(void) {
     /* an overwrite replaces the entry of its own identity only */
     uint64_t a2 = put_at(base, &cfg, 0, 0, "k", "new", 3, -1, now, 0);
     CHECK(holds(base, find(base, 0, 0, "k"), "new"));
-    CHECK(a2 != a && CX_STATE(word(base, a)) == CX_FREE);
+    CHECK(a2 != a && CX_STATE(word(base, a)) == CX_QUICK);
     CHECK(holds(base, find(base, 0, 1, "k"), "db1") && holds(base, find(base, 5, 0, "k"), "five"));
     CHECK_EQ(sb->entries, 3);
     /* dropping the tenant takes its entries and its counter table, nothing else */
@@ -811,7 +894,7 @@ static void test_pinned_value_outlives_overwrite(void) {
     }
     CHECK(holds(base, old, "being sent"));
     cx_unpin(base, old);
-    CHECK_EQ(CX_STATE(word(base, old)), CX_FREE);
+    CHECK_EQ(CX_STATE(word(base, old)), CX_QUICK);         /* freed, to its quick list */
     CHECK(sb->zombies == 0 && sb->pinned == 0);
     CHECK(heap_check(base) >= 1);
     free_arena(base);
@@ -906,6 +989,8 @@ static void test_expiry_cycle_resumes(void) {
     CHECK_EQ(cx_expire_cycle(base, now, 0), 4);
     CHECK_EQ(cx_expire_cycle(base, now, 0), 0);
     CHECK(sb->entries == 0 && sb->expired == 100);
+    CHECK(heap_check(base) >= 1);
+    CHECK_EQ(cx_quick_drain(base), CX_QUICK_DEPTH);         /* all freed: one block once merged */
     CHECK_EQ(heap_check(base), 1);
     free_arena(base);
 }
@@ -1381,6 +1466,7 @@ int main(int argc, char **argv) {
     RUN(test_size_classes);
     RUN(test_heap_alloc_free_coalesce);
     RUN(test_heap_reuses_holes_by_class);
+    RUN(test_heap_quick_lists);
     RUN(test_backing_pages, dir);
     RUN(test_backing_regions, dir);
     RUN(test_warmer_runs_ahead_and_gives_back, dir);

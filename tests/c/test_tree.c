@@ -54,25 +54,34 @@ static uint64_t find_key(char *base, const char *key) {
 }
 
 /* the blocks tile the heap, footers repeat sizes, free ones are coalesced and listed,
-   heap_used is what is not free */
+   quick ones are on the quick list of their size, heap_used is what is neither */
 static int heap_ok(char *base) {
     cx_super *sb = CX_SB(base);
-    uint64_t off, size, used = 0, listed = 0, free_blocks = 0;
+    uint64_t off, size, used = 0, listed = 0, free_blocks = 0, quick_blocks = 0;
     int ok = 1, prev_free = 0;
     for (off = sb->heap_off; off < sb->heap_off + sb->heap_size; off += size) {
         size = CX_SIZE(*(uint64_t *)(base + off));
         if (size < CX_MIN_BLOCK || size > sb->heap_off + sb->heap_size - off) return CHECK(!"heap walk");
         ok &= CHECK(*(uint64_t *)(base + off + size - 8) == size);
-        int is_free = CX_STATE(*(uint64_t *)(base + off)) == CX_FREE;
+        unsigned st = CX_STATE(*(uint64_t *)(base + off));
+        int is_free = st == CX_FREE;
         ok &= CHECK(!(is_free && prev_free));
         prev_free = is_free;
         if (is_free) free_blocks++;
+        else if (st == CX_QUICK) quick_blocks++;
         else used += size;
     }
     ok &= CHECK_EQ_RET(used, sb->heap_used);
     for (unsigned c = 0; c < CX_NCLASS; c++)
         for (uint64_t cur = sb->free_head[c]; cur; cur = ((cx_freeblk *)(base + cur))->next) listed++;
     ok &= CHECK_EQ_RET(listed, free_blocks);
+    listed = 0;
+    for (unsigned c = 0; c < CX_QUICK_CLASSES; c++)
+        for (uint64_t cur = sb->quick_head[c]; cur; cur = ((cx_freeblk *)(base + cur))->next) {
+            ok &= CHECK(*(uint64_t *)(base + cur) == ((uint64_t)c << 6 | CX_QUICK));
+            listed++;
+        }
+    ok &= CHECK_EQ_RET(listed, quick_blocks);
     return ok;
 }
 
@@ -480,7 +489,8 @@ static void test_eviction_takes_collections_whole(void) {
     uint64_t bytes = 0, size;
     for (uint64_t o = sb->heap_off; o < sb->heap_off + sb->heap_size; o += size) {
         size = CX_SIZE(*(uint64_t *)(base + o));
-        if (CX_STATE(*(uint64_t *)(base + o)) != CX_FREE) bytes += size;
+        unsigned st = CX_STATE(*(uint64_t *)(base + o));
+        if (st != CX_FREE && st != CX_QUICK) bytes += size;
     }
     CHECK_EQ(bytes, sb->heap_used);
     CHECK(sb->evicted > 0);
