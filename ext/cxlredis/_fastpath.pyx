@@ -232,29 +232,40 @@ cdef bint any_on_disk(Keyspace store, int db, const ArgSpan *args, Py_ssize_t ar
     return False
 
 
-cdef Py_ssize_t prefetch_window(RequestParser parser, Keyspace store, int db) noexcept:
-    """Prefetch the keys of the fast commands at the head of the input, up to
-    PREFETCH_COMMANDS of them and PREFETCH_KEYS keys, so that the cache misses of their
-    lookups overlap rather than follow one another; returns how many commands that
-    covered (serve looks ahead again once it has run them). A single command gains
-    nothing from it and gets none."""
-    cdef ArgSpan args[PEEKED_ARGS]
+cdef struct Peeked:
+    # a fast command of the look ahead, read where it lies in the input buffer
+    int op
+    Py_ssize_t argc
+    Py_ssize_t length           # of its text, for RequestParser.consume
+    ArgSpan args[PEEKED_ARGS]
+
+
+cdef Py_ssize_t prefetch_window(RequestParser parser, Keyspace store, int db, Peeked *window) noexcept:
+    """Read the fast commands at the head of the input into window, up to
+    PREFETCH_COMMANDS of them and PREFETCH_KEYS keys, and prefetch their keys, so that
+    the cache misses of their lookups overlap rather than follow one another; returns
+    how many it read (serve runs them from the window, then looks again). A single
+    command gains nothing from a prefetch and gets none."""
     cdef const char *keys[PREFETCH_KEYS]
     cdef Py_ssize_t key_lens[PREFETCH_KEYS]
-    cdef Py_ssize_t skip = 0, argc, end, i, n = 0, commands = 0
-    cdef int op
+    cdef Py_ssize_t skip = 0, read_to, end, i, n = 0, commands = 0
+    cdef Peeked *command
     while commands < PREFETCH_COMMANDS:
-        argc = parser.peek_ahead(&skip, args, PEEKED_ARGS)
-        op = NOT_FAST if argc == 0 else op_of(args, argc)
-        if op == NOT_FAST:
+        command = &window[commands]
+        read_to = skip
+        command.argc = parser.peek_ahead(&read_to, command.args, PEEKED_ARGS)
+        command.op = NOT_FAST if command.argc == 0 else op_of(command.args, command.argc)
+        if command.op == NOT_FAST:
             break
-        end = keys_end(op, argc)
+        end = keys_end(command.op, command.argc)
         if n + end - 1 > PREFETCH_KEYS:
             break
         for i in range(1, end):
-            keys[n] = args[i].ptr
-            key_lens[n] = args[i].len
+            keys[n] = command.args[i].ptr
+            key_lens[n] = command.args[i].len
             n += 1
+        command.length = read_to - skip
+        skip = read_to
         commands += 1
     if commands > 1:
         prefetch_lookups(store, db, keys, key_lens, n)
@@ -263,8 +274,9 @@ cdef Py_ssize_t prefetch_window(RequestParser parser, Keyspace store, int db) no
 
 def look_ahead(RequestParser parser, Keyspace store, int db):
     """prefetch_window's look at the head of parser's input (for the tests): how many
-    commands it covered."""
-    return prefetch_window(parser, store, db)
+    commands it read."""
+    cdef Peeked window[PREFETCH_COMMANDS]
+    return prefetch_window(parser, store, db, window)
 
 
 cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Keyspace store, int db,
@@ -370,34 +382,46 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     signalModifiedKey would be told of it). disk_tier: the server has one, so a key that
     may have a copy there is left to the general path.
 
-    A command whose whole text is in the buffer is read there in place (peek_command);
-    others (split across reads, inline, many arguments) come from next_command().
+    A command whose whole text is in the buffer is read there in place: up to
+    PREFETCH_COMMANDS at a time by prefetch_window, which also prefetches their keys, or
+    one by peek_command; others (split across reads, inline, many arguments) come from
+    next_command().
     """
+    cdef Peeked window[PREFETCH_COMMANDS]
+    cdef Py_ssize_t window_len = 0, window_next = 0
+    cdef Peeked *peeked
     cdef ArgSpan room[PEEKED_ARGS]
     cdef ArgSpan *grown = NULL
     cdef ArgSpan *args
     cdef Py_ssize_t argc
     cdef list argv
     cdef int op, bucket, done, ran = 0
-    cdef Py_ssize_t looked_ahead_to = 0     # prefetch_window's next look: after this many ran
     cdef int64_t began = monotonic_ns(), ended, elapsed_us
     try:
         while True:
-            if ran == looked_ahead_to:
-                looked_ahead_to = ran + max(prefetch_window(parser, store, db), 1)
             argv = None
-            args = room
-            argc = parser.peek_command(room, PEEKED_ARGS)
-            if argc == 0:
-                try:
-                    argv = parser.next_command()
-                except Exception:
-                    break
-                if argv is None:
-                    break
-                argc = PyList_GET_SIZE(argv)
-                args = spans_of(argv, room, &grown)
-            op = NOT_FAST if args == NULL else op_of(args, argc)
+            peeked = NULL
+            if window_next == window_len:
+                window_len = prefetch_window(parser, store, db, window)
+                window_next = 0
+            if window_next < window_len:
+                peeked = &window[window_next]
+                window_next += 1
+                op, args, argc = peeked.op, peeked.args, peeked.argc
+            else:
+                window_len = window_next = 0
+                args = room
+                argc = parser.peek_command(room, PEEKED_ARGS)
+                if argc == 0:
+                    try:
+                        argv = parser.next_command()
+                    except Exception:
+                        break
+                    if argv is None:
+                        break
+                    argc = PyList_GET_SIZE(argv)
+                    args = spans_of(argv, room, &grown)
+                op = NOT_FAST if args == NULL else op_of(args, argc)
             done = 0
             if (op != NOT_FAST and under_maxmemory(arena)
                     and (serve_here is None or served_here(args, argc, op, serve_here))
@@ -412,7 +436,9 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                 if argv is not None:
                     parser.hand_back(argv)
                 break
-            if argv is None:
+            if peeked != NULL:
+                parser.consume(peeked.length)
+            elif argv is None:
                 parser.consume_peeked()
             ended = monotonic_ns()
             elapsed_us = (ended - began) // 1000

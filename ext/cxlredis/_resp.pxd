@@ -63,6 +63,7 @@ cdef class RequestParser:
     cdef Py_ssize_t peek_command(self, ArgSpan *args, Py_ssize_t max_args) noexcept
     cdef Py_ssize_t peek_ahead(self, Py_ssize_t *skip, ArgSpan *args, Py_ssize_t max_args) noexcept
     cdef void consume_peeked(self) noexcept
+    cdef void consume(self, Py_ssize_t length) noexcept
     cdef bint _peekable(self) noexcept
     cdef const char *_peek_at(self, const char *p, ArgSpan *args, Py_ssize_t max_args,
                               Py_ssize_t *argc) noexcept

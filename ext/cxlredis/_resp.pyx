@@ -574,7 +574,11 @@ cdef class RequestParser:
 
     cdef void consume_peeked(self) noexcept:
         """Move past the command peek_command() read."""
-        self._start = self._peeked_end
+        self.consume(self._peeked_end - self._start)
+
+    cdef void consume(self, Py_ssize_t length) noexcept:
+        """Move past the next command, length bytes long, as peek_ahead() read it."""
+        self._start += length
         self._scanned = 0
         self._large_last = False
 
