@@ -181,13 +181,18 @@ class Flushes:
 
     def __init__(self):
         self.waiting = []
+        # (asyncio.get_running_loop() makes a getpid() system call on Python 3.11, once
+        # per loop turn here)
+        self.loop = None
 
     def add(self, client):
         if client.flush_queued:
             return
         client.flush_queued = True
         if not self.waiting:
-            asyncio.get_running_loop().call_soon(self.run)
+            if self.loop is None or self.loop.is_closed():
+                self.loop = asyncio.get_running_loop()
+            self.loop.call_soon(self.run)
         self.waiting.append(client)
 
     def run(self):

@@ -117,8 +117,10 @@ class Client(asyncio.BufferedProtocol):
         self.services.stats.net_input_bytes += nbytes
         self.session.store.add_bytes_in(nbytes)      # metered to the tenant the bytes arrive for
         self.last_interaction = time.monotonic()
-        self.parser.buffer_updated(nbytes)
-        self.process()
+        # A large argument arrives over many reads; until its last byte there is nothing
+        # to run.
+        if self.parser.buffer_updated(nbytes):
+            self.process()
 
     def eof_received(self):
         return False

@@ -388,6 +388,9 @@ cdef class RequestParser:
                                         self._end + max(READ_SIZE, self._need - (self._end - self._start)))]
 
     def buffer_updated(self, Py_ssize_t nbytes):
+        """Take nbytes more of input (in the buffer get_buffer() handed out); returns
+        False while they only went on filling a large argument's target that is not
+        complete yet (next_command() has nothing new to give), else True."""
         cdef Py_ssize_t held
         if self._receiving_target():
             if nbytes < 0 or nbytes > self._target_len - self._filled:
@@ -398,7 +401,7 @@ cdef class RequestParser:
                 raise ValueError("buffer_updated() beyond the buffer handed out")
             self._end += nbytes
         if self._error_class is not None:
-            return
+            return True
         # Redis checks right after reading, before parsing anything: the
         # next next_command() raises, so nothing from this read runs.
         held = self._end - self._start + (self._filled if self._target_set else 0)
@@ -406,8 +409,11 @@ cdef class RequestParser:
             self._error_class = QueryBufferLimit
             self._error_text = ("query buffer of %d bytes exceeds client-query-buffer-limit %d"
                                 % (held, self._query_limit))
-        elif self._target_set and self._filled == self._target_len:
+        elif self._target_set:
+            if self._filled < self._target_len:
+                return False
             self._finish_target()
+        return True
 
     cdef bint _receiving_target(self) noexcept:
         """Input goes into the large argument's target, not the scratch buffer. After an

@@ -57,10 +57,36 @@ def feed(parser, *chunks, out=None):
 
 
 def push(parser, data):
-    """One read of data (it must fit the buffer handed out), no draining."""
+    """One read of data (it must fit the buffer handed out), no draining; returns what
+    buffer_updated() says: whether next_command() may have anything new."""
     buf = parser.get_buffer(-1)
     buf[:len(data)] = data
-    parser.buffer_updated(len(data))
+    return parser.buffer_updated(len(data))
+
+
+def test_reads_that_only_fill_a_large_argument_leave_nothing_to_parse():
+    """The connection runs nothing after a read buffer_updated() answers False for."""
+    value = bytes(range(256)) * 400
+    parser = RequestParser()
+    assert push(parser, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % len(value)) is True
+    assert parser.next_command() is None
+    target = bytearray(parser.wants_target)
+    parser.set_target(target, target)
+    pieces = [value[i:i + 30000] for i in range(0, len(value), 30000)]
+    assert [push(parser, piece) for piece in pieces] == [False] * (len(pieces) - 1) + [True]
+    assert push(parser, b"\r\n") is True
+    assert parser.next_command() == [b"SET", b"k", target] and target == value
+    # past the query buffer limit mid-argument: True, so the next next_command() raises
+    parser = RequestParser()
+    parser.query_buffer_limit = 50000
+    push(parser, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % len(value))
+    parser.next_command()
+    target = bytearray(parser.wants_target)
+    parser.set_target(target, target)
+    assert push(parser, value[:30000]) is False
+    assert push(parser, value[30000:60000]) is True
+    with pytest.raises(QueryBufferLimit):
+        parser.next_command()
 
 
 def multibulk(*args):
