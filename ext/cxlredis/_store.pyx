@@ -2939,6 +2939,21 @@ cdef void check_collections(char* base, dict live, set nodes, list problems) exc
                         f"{len(reached - nodes)} reached are not in the heap walk")
 
 
+cdef list list_walk(char* base, uint64_t cur, set blocks, set listed, str name, str kind, list problems):
+    """The blocks a free or quick list links from cur (through cx_freeblk.next), in order;
+    the walk stops, with a problem, at one that is not among blocks (those of its kind) or
+    that some list has listed already."""
+    cdef list order = []
+    while cur:
+        if cur in listed or cur not in blocks:
+            problems.append(f"{name}: {cur} is not a {kind} block (or listed twice)")
+            break
+        listed.add(cur)
+        order.append(cur)
+        cur = (<cx_freeblk*>(base + cur)).next
+    return order
+
+
 cdef list check_arena(Arena a):
     cdef char* base = open_base(a)
     cdef cx_super* sb = CX_SB(base)
@@ -3033,36 +3048,24 @@ cdef list check_arena(Arena a):
         if bool(cur) != bool((sb.free_map[c >> 6] >> (c & 63)) & 1):
             problems.append(f"free-class bitmap bit {c} disagrees with its list")
         prev = 0
-        while cur:
-            if cur in listed or cur not in free_blocks:
-                problems.append(f"free list {c}: {cur} is not a free block (or listed twice)")
-                break
-            listed.add(cur)
+        for cur in list_walk(base, cur, free_blocks, listed, f"free list {c}", "free", problems):
             fb = <cx_freeblk*>(base + cur)
             if cx_class(CX_SIZE(fb.size_state)) != <unsigned>c:
                 problems.append(f"free block {cur} of size {CX_SIZE(fb.size_state)} is in class {c}")
             if fb.prev != prev:
                 problems.append(f"free list {c}: back link of {cur} is {fb.prev}, expected {prev}")
             prev = cur
-            cur = fb.next
     if listed != free_blocks:
         problems.append(f"{len(free_blocks - listed)} free blocks are on no free list")
     listed = set()
     for c in range(CX_QUICK_CLASSES):
-        cur = sb.quick_head[c]
-        n = 0
-        while cur:
-            if cur in listed or cur not in quick_blocks:
-                problems.append(f"quick list {c}: {cur} is not a quick block (or listed twice)")
-                break
-            listed.add(cur)
-            n += 1
+        blocks = list_walk(base, sb.quick_head[c], quick_blocks, listed, f"quick list {c}", "quick", problems)
+        for cur in blocks:
             if CX_SIZE((<cx_freeblk*>(base + cur)).size_state) != <uint64_t>c * 64:
                 problems.append(f"quick block {cur} of size {CX_SIZE((<cx_freeblk*>(base + cur)).size_state)} "
                                 f"is on quick list {c}")
-            cur = (<cx_freeblk*>(base + cur)).next
-        if n != sb.quick_len[c] or n > CX_QUICK_DEPTH:
-            problems.append(f"quick list {c} holds {n} blocks, counts {sb.quick_len[c]}")
+        if len(blocks) != sb.quick_len[c] or len(blocks) > CX_QUICK_DEPTH:
+            problems.append(f"quick list {c} holds {len(blocks)} blocks, counts {sb.quick_len[c]}")
     if listed != quick_blocks:
         problems.append(f"{len(quick_blocks - listed)} quick blocks are on no quick list")
 

@@ -999,6 +999,29 @@ def test_rebuild_keeps_the_newer_of_two_copies(path, tmp_path):
     b.close()
 
 
+def test_quick_lists_survive_a_clean_restart_and_check_sees_them_lie(path):
+    """A small freed block waits on its quick list (state 7) across a clean close, and is
+    reused after; check() notices a quick list naming a block that is not quick."""
+    a = Arena(path, 8 * MiB)
+    gone = a.set(0, b"k", b"value")
+    a.set(0, b"fence", b"keeps the freed block from merging")
+    a.delete(0, b"k")
+    a.close()
+    word = peek(path, gone, "<Q")
+    assert word & 63 == 7
+    b = Arena(path, 8 * MiB)
+    assert b.recovery != "rebuilt" and b.check() == []
+    assert b.set(0, b"again", b"value") == gone       # the same size takes it back
+    b.delete(0, b"again")
+    b.close()
+    poke(path, gone, "<Q", (word & ~63) | 1)         # it says free; its quick list still names it
+    c = Arena(path, 8 * MiB)
+    problems = c.check()
+    assert any(f"{gone} is not a quick block" in p for p in problems), problems
+    assert any("free blocks are on no free list" in p for p in problems), problems
+    c.close()
+
+
 # entry header offsets: expire_at, value_len, hash
 E_EXPIRE_AT, E_VALUE_LEN, E_HASH = 32, 48, 64
 
