@@ -409,7 +409,6 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                 window_next += 1
                 op, args, argc = peeked.op, peeked.args, peeked.argc
             else:
-                window_len = window_next = 0
                 args = room
                 argc = parser.peek_command(room, PEEKED_ARGS)
                 if argc == 0:
