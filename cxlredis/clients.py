@@ -14,6 +14,13 @@ from .sessions import watched_keys_changed
 log = logging.getLogger("cxlredis")
 
 
+def normal_output_budget(limits):
+    """The replies a normal client may have pending: the lower of its hard and soft
+    output limits that is set, 0 if neither is."""
+    hard, soft, _ = limits["normal"]
+    return min(hard or soft, soft or hard)
+
+
 class Clients:
     def __init__(self, config, stats, monitors, flushes):
         self.config = config
@@ -22,6 +29,9 @@ class Clients:
         self.monitors = monitors     # monitoring.Monitors, which writes to connections
         self.flushes = flushes
         self.next_id = 1
+        self.output_budget = normal_output_budget(config["client-output-buffer-limit"])
+        config.on_change("client-output-buffer-limit",
+                         lambda limits: setattr(self, "output_budget", normal_output_budget(limits)))
 
     def __len__(self):
         return len(self.by_id)

@@ -157,8 +157,7 @@ class Client(asyncio.BufferedProtocol):
         store, commands = session.store, 0
         # Redis closes a client as soon as its pending replies pass an output limit, not
         # after the whole pipeline: a client that stops reading cannot make us buffer more.
-        hard, soft, _ = services.config["client-output-buffer-limit"]["normal"]
-        output_budget = min(hard or soft, soft or hard)     # the lower limit set; 0 if none
+        output_budget = services.clients.output_budget
         while not self.closing and not session.suspended:
             held, session.postponed = session.postponed, None   # the command a pause held (blocked.py)
             if held is None and not session.authenticated:

@@ -191,10 +191,10 @@ cdef class Counters:
         buckets] that command_counters(name) gives for each command that ran (names: one
         per FastOp, in its order), and start again from zero."""
         cdef int op, i
-        for op, name in enumerate(names):
+        for op in range(FAST_OPS):
             if not self.calls[op]:
                 continue
-            counters = command_counters(name)
+            counters = command_counters(names[op])
             counters[0] += self.calls[op]
             counters[1] += self.usec[op]
             buckets = counters[4]

@@ -183,3 +183,19 @@ def test_handlers_get_a_call_context_and_never_the_connection_or_the_server(loop
         assert await peer.request("QUIT") == "OK"
         assert c.close_after_command and connection.closing
     run(loop, scenario())
+
+
+def test_config_set_keeps_the_output_budget_current(loop, server):
+    """process() reads the normal clients' output budget from Clients, which CONFIG SET
+    keeps current: the lower of the hard and soft limits that is set."""
+    async def scenario():
+        peer, _ = await connect(loop, server)
+        assert server.clients.output_budget == 0                    # Redis's default: none
+        assert await peer.request("CONFIG", "SET", "client-output-buffer-limit",
+                                  "normal 4mb 1mb 10") == "OK"
+        assert server.clients.output_budget == 1 << 20
+        assert await peer.request("CONFIG", "SET", "client-output-buffer-limit", "normal 0 2mb 10") == "OK"
+        assert server.clients.output_budget == 2 << 20
+        assert await peer.request("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0") == "OK"
+        assert server.clients.output_budget == 0
+    run(loop, scenario())
