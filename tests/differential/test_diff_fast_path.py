@@ -333,3 +333,20 @@ def test_input_read_in_place_or_by_the_parser_answers_as_redis(flushed, case):
         with raw_connection(server.port) as conn:
             assert conn.request("PING") == b"+PONG\r\n"
     assert answers[1] == answers[0]
+
+
+def test_commands_the_look_ahead_read_but_the_fast_path_hands_back(flushed):
+    """The fast path reads up to 16 commands and 32 keys ahead (prefetch_window) and runs
+    them from there; a command among them it hands back (WRONGTYPE, not an integer, a
+    large value, an argument count it does not run) ends the window mid-way, and what
+    follows must still answer in order, as redis-server answers."""
+    many = [f"m{i}" for i in range(20)]
+    commands = [("SET", f"m{i}", str(i)) for i in range(20)]
+    commands += [("HSET", "h", "f", "v"), ("SET", "s", "abc"), ("SET", "big", "x" * 100_000)]
+    commands += [("GET", "m1"), ("MGET", *many), ("GET", "h"), ("GET", "m2"), ("INCR", "s"),
+                 ("MGET", *many), ("EXISTS", *many), ("GET", "big"), ("TTL", "m3"),
+                 ("GET", "m4", "extra"), ("DEL", "m5"), ("INCR", "m6"), ("HGET", "m7", "f"),
+                 ("EXPIRE", "m8", "100"), ("PTTL", "m0")]
+    commands += [("GET", f"m{i}") for i in range(20)] + [("INCRBY", "m9", "-9223372036854775808")]
+    commands += [("DECRBY", "m9", "-9223372036854775808"), ("GET", "m9"), ("PING",)]
+    run_on_both(flushed, commands)

@@ -1,6 +1,8 @@
 """The C fast path for plain GET/SET (cxlredis._fastpath) must not get around
 anything the general path enforces: ACL key patterns, tenant namespaces,
 maxmemory, and what SLOWLOG, MONITOR and INFO commandstats observe."""
+import random
+
 from conftest import ReplyTimeout, encode_command, raw_connection
 
 
@@ -140,3 +142,28 @@ def test_refused_writes_are_counted_once(cxl_factory):
     with raw_connection(server.port) as admin:
         info = admin.request("TENANT", "INFO", "small").decode()
     assert f"\r\nrejected_writes\r\n:{len(refused)}\r\n" in info
+
+
+def test_a_big_value_fits_where_small_freed_blocks_wait_for_reuse(cxl_factory):
+    """Freed small blocks wait unmerged on quick lists (ext/arena/heap.h). On a full
+    arena whose small keys are then deleted in random order, a value that needs most of
+    the heap must still fit: the allocator merges them back before it answers OOM. (The
+    deletes and the SET go in one pipeline, and hz is 1, so that the cron, which merges
+    them too, does not run in between.)"""
+    server = cxl_factory(**{"arena-size": "32mb", "maxmemory-policy": "noeviction", "hz": "1"})
+    value = b"v" * 1000
+    stored = 0
+    with raw_connection(server.port) as conn:
+        while True:         # fill the heap to the last block
+            replies = send_pipeline(conn, [("SET", f"k{stored + i}", value) for i in range(500)])
+            ok = replies.count(b"+OK\r\n")
+            stored += ok
+            if ok < len(replies):
+                assert replies[ok].startswith(b"-OOM"), replies[ok]
+                break
+        keys = [f"k{i}" for i in range(stored)]
+        random.Random(7).shuffle(keys)
+        big = stored * len(value) * 9 // 10
+        replies = send_pipeline(conn, [("DEL", key) for key in keys] + [("SET", "big", b"b" * big)])
+        assert replies == [b":1\r\n"] * stored + [b"+OK\r\n"]
+        assert send_pipeline(conn, [("STRLEN", "big"), ("PING",)]) == [b":%d\r\n" % big, b"+PONG\r\n"]
