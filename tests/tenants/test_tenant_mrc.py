@@ -74,8 +74,13 @@ def block_sizes(server, sizes):
 
 
 @pytest.mark.parametrize("sampling, keys, references, tolerance", [
-    (1, 4000, 60000, 0.01),         # every key: exact, but for the bins' 2 % width
-    (4, 20000, 100000, 0.04),       # a quarter of the keys
+    # every key: exact, but for the bins' 2 % width
+    (1, 4000, 60000, dict.fromkeys(FACTORS, 0.01)),
+    # a quarter of the keys: which quarter follows the arena's random hash seed, and
+    # whether the hottest keys are in it moves the small sizes most. Over 30 servers the
+    # error had mean 0.005 and standard deviation 0.018 at 0.25x, falling to 0.007 at
+    # 4x; each bound is about 4 of them (0.04 at 0.25x failed one run in 30)
+    (4, 20000, 100000, {"0.25": 0.075, "0.5": 0.06, "1": 0.045, "2": 0.035, "4": 0.03}),
 ])
 def test_the_curve_matches_an_exact_lru_replay(sampling, keys, references, tolerance):
     # (a cron tick every 20 ms takes each tick's samples before they pass what one tick
@@ -98,7 +103,7 @@ def test_the_curve_matches_an_exact_lru_replay(sampling, keys, references, toler
     exact = {factor: exact_lru(seen, block, float(factor) * quota) for factor in FACTORS}
     assert exact["0.25"] < exact["1"] < exact["4"] < 0.95 and exact["4"] - exact["0.25"] > 0.3, exact
     for factor in FACTORS:
-        assert abs(measured[factor] - exact[factor]) <= tolerance, (factor, measured, exact)
+        assert abs(measured[factor] - exact[factor]) <= tolerance[factor], (factor, measured, exact)
 
 
 @pytest.fixture(scope="module")
