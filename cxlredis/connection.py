@@ -196,6 +196,8 @@ class Client(asyncio.BufferedProtocol):
                 if not wanted:
                     break
                 self._supply_target(wanted)
+                if parser.filling_target:
+                    break
                 continue
             if held is None:        # (a held command was counted when it came)
                 services.stats.total_commands_processed += 1
@@ -289,7 +291,7 @@ class Client(asyncio.BufferedProtocol):
             except OutOfMemory:
                 pass  # the command will meet the OOM itself; keep the bytes on the heap meanwhile
             else:
-                self.parser.set_target(store.slot(off), SlotArg(store, off, length))
+                self.parser.set_target(store.receive_view(off), SlotArg(store, off, length))
                 self.slots_received = True
                 return
         target = receive_buffer(length)

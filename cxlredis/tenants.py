@@ -361,6 +361,7 @@ class TenantKeyspace:
 
     reserve = _own("reserve")
     slot = _own("slot")
+    receive_view = _own("receive_view")
     release = _own("release")
 
     def commit(self, off, db, key, expire_at=-1, type=0, keep_ttl=False):

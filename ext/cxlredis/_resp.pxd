@@ -35,6 +35,7 @@ cdef class RequestParser:
 
     # Large argument received into a caller-supplied target
     cdef Py_ssize_t _target_len     # 0 = none
+    cdef Py_ssize_t _target_fill    # bytes read into the target: _target_len, or 2 more for its CRLF
     cdef Py_ssize_t _filled
     cdef bint _target_set
     cdef Py_buffer _target_buf

@@ -370,6 +370,12 @@ cdef class RequestParser:
         return 0 if self._target_set else self._target_len
 
     @property
+    def filling_target(self):
+        """A large argument's target is set and not yet full: until it is, every byte read
+        goes there and next_command() has nothing to give."""
+        return self._target_set
+
+    @property
     def pending_args(self):
         """Arguments parsed so far of the command being assembled (do not mutate)."""
         return [] if self._args is None else self._args
@@ -393,7 +399,7 @@ cdef class RequestParser:
         complete yet (next_command() has nothing new to give), else True."""
         cdef Py_ssize_t held
         if self._receiving_target():
-            if nbytes < 0 or nbytes > self._target_len - self._filled:
+            if nbytes < 0 or nbytes > self._target_fill - self._filled:
                 raise ValueError("buffer_updated() beyond the buffer handed out")
             self._filled += nbytes
         else:
@@ -410,7 +416,7 @@ cdef class RequestParser:
             self._error_text = ("query buffer of %d bytes exceeds client-query-buffer-limit %d"
                                 % (held, self._query_limit))
         elif self._target_set:
-            if self._filled < self._target_len:
+            if self._filled < self._target_fill:
                 return False
             self._finish_target()
         return True
@@ -445,7 +451,10 @@ cdef class RequestParser:
 
     def set_target(self, buf, token):
         """Receive the waiting large argument into buf (writable, exactly
-        wants_target bytes); token stands in for it in the argument list."""
+        wants_target bytes); token stands in for it in the argument list. A buf of
+        2 bytes more takes the CRLF after the argument too (unchecked, as Redis does):
+        the read that fills the argument then ends the command, where the CRLF alone
+        would otherwise take a read of its own."""
         cdef Py_ssize_t n
         if self._target_len == 0 or self._target_set:
             raise RuntimeError("no large argument waits for a target")
@@ -455,19 +464,20 @@ cdef class RequestParser:
         # The pointer comes from buf itself, not from the view handed out
         # by get_buffer(), so that view never has exports of its own.
         PyObject_GetBuffer(buf, &self._target_buf, PyBUF_WRITABLE)
-        if self._target_buf.len != self._target_len:
+        if self._target_buf.len != self._target_len and self._target_buf.len != self._target_len + 2:
             n = self._target_buf.len
             PyBuffer_Release(&self._target_buf)
             raise ValueError("target has %d bytes, the argument %d" % (n, self._target_len))
+        self._target_fill = self._target_buf.len
         self._target_set = True
         self._target_view = view
         self._token = token
         self._large_in_command = True
-        n = min(self._end - self._start, self._target_len)
+        n = min(self._end - self._start, self._target_fill)
         memcpy(self._target_buf.buf, self._data + self._start, n)
         self._start += n
         self._filled = n
-        if n == self._target_len:
+        if n == self._target_fill:
             self._finish_target()
 
     def drop_target(self):
@@ -484,9 +494,10 @@ cdef class RequestParser:
 
     cdef int _finish_target(self) except -1:
         self._args.append(self._token)
-        self._release_target()
         self._remaining -= 1
-        self._skip = 2          # the CRLF after the argument, not checked (as Redis)
+        # the CRLF after the argument (not checked, as Redis), unless it came in the target
+        self._skip = 2 if self._target_fill == self._target_len else 0
+        self._release_target()
         return 0
 
     cdef void _release_target(self) noexcept:
@@ -495,7 +506,7 @@ cdef class RequestParser:
             self._target_set = False
         self._target_view = None
         self._token = None
-        self._target_len = 0
+        self._target_len = self._target_fill = 0
         self._filled = 0
 
     # ---- parsing -------------------------------------------------------------

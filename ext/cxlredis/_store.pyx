@@ -1642,6 +1642,14 @@ cdef class Keyspace:
         cdef cx_entry* e = ks_entry(self, ks_arena(self), off, RESERVED_ONLY)
         return PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_WRITE)
 
+    def receive_view(self, uint64_t off):
+        """slot(off), and the 2 bytes after the value where the block has room for them
+        (it mostly does: blocks come in 64 bytes): a request's CRLF after the value
+        lands there (RequestParser.set_target), in the read that brings the value's end."""
+        cdef cx_entry* e = ks_entry(self, ks_arena(self), off, RESERVED_ONLY)
+        cdef uint64_t n = e.value_len + 2 if cx_value_cap(e) >= e.value_len + 2 else e.value_len
+        return PyMemoryView_FromMemory(<char*>CX_VAL(e), n, PyBUF_WRITE)
+
     def commit(self, uint64_t off, int db, key, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
         """Make a filled reservation the live entry for key; returns off. The reservation
         must have been made by this tenant (it was admitted against its quota then)."""

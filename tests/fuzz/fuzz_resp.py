@@ -178,17 +178,19 @@ class Feeder:
             assert wanted <= UNAUTH_MAX_BULK, f"unauthenticated client got a {wanted}-byte target"
         if wanted > LAZY_TARGET:
             # A declared length the input cannot fill: pages are only committed when written.
-            base = target = mmap.mmap(-1, wanted)
+            base = target = given = mmap.mmap(-1, wanted)
         elif self.draw is not None and self.draw.bool():
             lead = self.draw.int(0, 64)   # a slot inside a larger mapping, as in the arena
             base = bytearray(lead + wanted + 64)
-            target = memoryview(base)[lead:lead + wanted]
+            target = given = memoryview(base)[lead:lead + wanted]
+            if self.draw.bool():          # with the block's room for the CRLF after it
+                given = memoryview(base)[lead:lead + wanted + 2]
         else:
-            base = target = bytearray(wanted)
+            base = target = given = bytearray(wanted)
         self.target_bases[id(base)] = base
         token = Large(target)
         self.issued[id(token)] = token
-        self.parser.set_target(target, token)
+        self.parser.set_target(given, token)
 
     def _accept(self, argv) -> None:
         assert isinstance(argv, list) and argv, f"next_command() returned {argv!r}"

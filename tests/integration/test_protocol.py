@@ -161,6 +161,38 @@ def test_large_value_round_trip_64mib(cxl_factory):
     assert r2.strlen("huge") == len(value)
 
 
+def test_large_values_whatever_room_their_block_leaves_after_them(cxl):
+    """A large value goes straight into its arena block, and so does the CRLF after it
+    where the block has 2 bytes to spare (blocks come in 64 bytes). Values of 64 lengths
+    in a row, so that every room from 0 to 63 bytes comes up, each sent whole or cut
+    before, inside or after its CRLF, with the next command in the same write, read back
+    exact; APPEND and SETRANGE then grow them in place over those spare bytes."""
+    base = 128 * 1024
+    cuts = [None, -2, -1, 0]        # where a SET's bytes are cut, from the end of its CRLF
+    with raw_connection(cxl.port, timeout=30) as conn:
+        for length in range(base, base + 64):
+            value = bytes([length % 251]) * length
+            for cut in cuts:
+                key = f"room:{length}:{cut}"
+                request = encode_command("SET", key, value)
+                pieces = [request] if cut is None else [request[:len(request) + cut], request[len(request) + cut:]]
+                pieces[-1] += encode_command("STRLEN", key)
+                for piece in pieces:
+                    conn.send(piece)
+                    time.sleep(0.001)
+                assert conn.read_reply() == b"+OK\r\n"
+                assert conn.read_reply() == b":%d\r\n" % length
+        r = redis.Redis(port=cxl.port)
+        for length in range(base, base + 64):
+            value = bytes([length % 251]) * length
+            for cut in cuts:
+                key = f"room:{length}:{cut}"
+                assert r.get(key) == value, (length, cut)
+                assert r.append(key, b"xy") == length + 2
+                assert r.setrange(key, length + 4, b"z") == length + 5
+                assert r.getrange(key, length - 1, -1) == value[-1:] + b"xy\0\0z"
+
+
 def test_slow_reader_does_not_stall_others(cxl_factory):
     """A client that stops reading its 32 MiB replies must not block another client."""
     cxl = cxl_factory(**{"arena-size": "256mb"})

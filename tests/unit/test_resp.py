@@ -89,6 +89,45 @@ def test_reads_that_only_fill_a_large_argument_leave_nothing_to_parse():
         parser.next_command()
 
 
+def test_a_target_with_room_for_the_crlf_ends_the_command_in_the_read_that_fills_it():
+    """A target 2 bytes longer than the argument (an arena block has the room) takes the
+    CRLF after it as well: the read bringing the value's end completes the command, with
+    no read left for the CRLF alone; what follows parses as before."""
+    value = bytes(range(256)) * 40
+    data = multibulk(b"SET", b"k", value) + multibulk(b"GET", b"k")
+    head = data.index(value) + 100
+    parser = RequestParser(large_arg_threshold=1024)
+    push(parser, data[:head])
+    assert parser.next_command() is None
+    room = bytearray(len(value) + 2)
+    parser.set_target(room, "tok")
+    assert parser.filling_target
+    assert len(parser.get_buffer(-1)) == len(value) + 2 - 100
+    rest = data[head:data.index(value) + len(value) + 2]
+    assert push(parser, rest[:-3]) is False
+    assert push(parser, rest[-3:]) is True                  # the value's last byte and the CRLF
+    assert not parser.filling_target
+    assert room[:len(value)] == value and room[len(value):] == b"\r\n"
+    assert parser.next_command() == [b"SET", b"k", "tok"]
+    assert feed(parser, multibulk(b"GET", b"k")) == [[b"GET", b"k"]]
+    # value, CRLF and the next command already buffered when the target comes: taken at once
+    parser = RequestParser(large_arg_threshold=1024)
+    push(parser, data)
+    assert parser.next_command() is None
+    room = bytearray(len(value) + 2)
+    parser.set_target(room, "tok")
+    assert not parser.filling_target
+    assert parser.next_command() == [b"SET", b"k", "tok"]
+    assert parser.next_command() == [b"GET", b"k"]
+    # the CRLF is not checked, as Redis does not check it after a large argument
+    parser = RequestParser(large_arg_threshold=1024)
+    push(parser, data[:head])
+    assert parser.next_command() is None
+    parser.set_target(bytearray(len(value) + 2), "tok")
+    assert feed(parser, data[head:data.index(value) + len(value)] + b"??" + b"PING\r\n") == [
+        [b"SET", b"k", "tok"], [b"PING"]]
+
+
 def multibulk(*args):
     out = b"*%d\r\n" % len(args)
     for arg in args:
@@ -284,6 +323,10 @@ def test_large_argument_target_misuse():
         parser.get_buffer(-1)                               # must set a target first
     with pytest.raises(ValueError):
         parser.set_target(bytearray(19), None)
+    with pytest.raises(ValueError):
+        parser.set_target(bytearray(21), None)              # the argument, or 2 more
+    with pytest.raises(ValueError):
+        parser.set_target(bytearray(23), None)
     with pytest.raises((BufferError, TypeError)):
         parser.set_target(bytes(20), None)                  # read-only
     assert parser.wants_target == 20
