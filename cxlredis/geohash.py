@@ -148,14 +148,21 @@ def geohash_string(score):
 
 
 def distance(lon1, lat1, lon2, lat2):
-    """geohashGetDistance: the haversine great-circle distance in meters."""
+    """geohashGetDistance: the haversine great-circle distance in meters. Along a meridian
+    (the sine of half the longitudes' difference is 0) Redis takes the latitudes'
+    difference instead, which the haversine rounds differently in the last bit."""
+    v = math.sin((lon2 * D_R - lon1 * D_R) / 2)
+    if v == 0.0:
+        return lat_distance(lat1, lat2)
     lat1r = lat1 * D_R
-    lon1r = lon1 * D_R
     lat2r = lat2 * D_R
-    lon2r = lon2 * D_R
     u = math.sin((lat2r - lat1r) / 2)
-    v = math.sin((lon2r - lon1r) / 2)
     return 2.0 * EARTH_RADIUS_IN_METERS * _asin(math.sqrt(u * u + math.cos(lat1r) * math.cos(lat2r) * v * v))
+
+
+def lat_distance(lat1, lat2):
+    """geohashGetLatDistance: the distance in meters between two latitudes."""
+    return EARTH_RADIUS_IN_METERS * abs(lat2 * D_R - lat1 * D_R)
 
 
 @dataclass
@@ -175,9 +182,8 @@ class Shape:
             found = distance(self.longitude, self.latitude, longitude, latitude)
             return None if found > self.radius * self.conversion else found
         width, height = self.width * self.conversion, self.height * self.conversion
-        long_distance = distance(longitude, latitude, self.longitude, latitude)
-        lat_distance = distance(longitude, latitude, longitude, self.latitude)
-        if long_distance > width / 2 or lat_distance > height / 2:
+        if (lat_distance(latitude, self.latitude) > height / 2
+                or distance(longitude, latitude, self.longitude, latitude) > width / 2):
             return None
         return distance(self.longitude, self.latitude, longitude, latitude)
 
