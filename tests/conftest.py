@@ -70,7 +70,8 @@ Fixtures:
                    FLUSHALLed first): expectations that both must meet.
 ``tmpfs``          function-scoped; ``tmpfs(size) -> Path``: a directory on a tmpfs of
                    its own (``mount -t tmpfs -o size=...``; unmounted after the test;
-                   the test is skipped when mounting is not permitted).
+                   the test is skipped when mounting is not permitted);
+                   ``tmpfs(None, "ramfs")``: a file system of another type, no size.
 ``flushed``        FLUSHALLs ``redis_oracle`` and ``cxl`` before the test and
                    yields ``(redis_oracle, cxl)``; differential modules use it
                    with ``pytestmark = pytest.mark.usefixtures("flushed")``.
@@ -650,13 +651,14 @@ def cxl_factory():
 def tmpfs(tmp_path):
     mounted = []
 
-    def mount(size) -> Path:
-        where = tmp_path / f"tmpfs{len(mounted)}"
+    def mount(size, kind="tmpfs") -> Path:
+        where = tmp_path / f"{kind}{len(mounted)}"
         where.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        options = ["-o", f"size={size}"] if size is not None else []
+        done = subprocess.run(["mount", "-t", kind, *options, kind, str(where)],
                               capture_output=True, text=True)
         if done.returncode:
-            pytest.skip(f"cannot mount a tmpfs for the test: {done.stderr.strip()}")
+            pytest.skip(f"cannot mount a {kind} for the test: {done.stderr.strip()}")
         mounted.append(where)
         return where
 

@@ -2141,7 +2141,8 @@ cdef class Arena(Keyspace):
                         f"{size_option} and arena-offset) end beyond its backing: the file system there "
                         f"holds {total} bytes ({total / 1048576:.1f} MiB); lower {size_option} or arena-offset")
                 held = cx_os_held(fd, start, nbytes)
-                if nbytes > avail + held:
+                # (a file system without a size limit says UINT64_MAX bytes free)
+                if nbytes > held and nbytes - held > avail:
                     raise ArenaError(
                         f"{self.path}: the arena's {nbytes} bytes (set by {size_option}) do not fit its "
                         f"backing: the file system there has {avail} bytes free ({avail / 1048576:.1f} MiB) "

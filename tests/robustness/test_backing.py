@@ -125,6 +125,23 @@ def test_an_existing_arena_counts_what_its_file_already_holds(tmpfs):
         server.close()
 
 
+def test_an_arena_restarts_on_a_file_system_without_a_size_limit(tmpfs):
+    """ramfs, like a hugetlbfs mounted without size=, reports no size (statvfs blocks 0:
+    unlimited); a restart over the arena file it already holds once took that for
+    UINT64_MAX bytes free plus what the file holds, wrapped around, and refused to start."""
+    where = tmpfs(None, "ramfs")
+    server = start_server(where / "a.arena", "16mb")
+    try:
+        with server.client() as c:
+            c.set("kept", value("kept", 2 * MIB))
+        assert server.stop() == 0
+        server.start()
+        with server.client() as c:
+            assert c.get("kept") == value("kept", 2 * MIB)
+    finally:
+        server.close()
+
+
 # ---------------------------------------------------------------- squeezed later: -OOM
 
 def test_a_backing_filled_by_another_file_gets_oom_never_sigbus(tmpfs):
