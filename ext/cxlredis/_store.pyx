@@ -2127,6 +2127,10 @@ cdef class Arena(Keyspace):
                 if err:
                     raise ArenaError(f"{self.path}: cannot query its file system: {os.strerror(err)}")
             check_offset(self.path, start, is_chr, hugepages, grain)
+            if grain > <uint64_t>os.sysconf("SC_PAGESIZE") and nbytes % grain:
+                # (a hugetlbfs file cannot be sized otherwise: ftruncate says only EINVAL)
+                raise ArenaError(f"{self.path}: the arena's {nbytes} bytes (set by {size_option}) are not a "
+                                 f"multiple of {grain} bytes, the huge page size of its file system")
             err = cx_os_lock(fd, start, nbytes)
             if err == EAGAIN:
                 raise ArenaError(f"arena {self.path} is in use by another process")

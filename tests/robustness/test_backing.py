@@ -142,6 +142,17 @@ def test_an_arena_restarts_on_a_file_system_without_a_size_limit(tmpfs):
         server.close()
 
 
+def test_an_arena_size_huge_pages_cannot_make_is_refused_with_one_line(tmpfs):
+    """On hugetlbfs a file is sized in whole huge pages; an arena-size that is not gets
+    the reason, not ftruncate's bare "Invalid argument" (mounting needs no free page)."""
+    where = tmpfs(None, "hugetlbfs")
+    code, err = run_until_exit("--arena-path", str(where / "a.arena"), "--arena-size", "67000000")
+    assert code == 1
+    assert (f"{where / 'a.arena'}: the arena's 67000000 bytes (set by arena-size) are not a multiple "
+            f"of 2097152 bytes, the huge page size of its file system") in err
+    assert not (where / "a.arena").exists()
+
+
 # ---------------------------------------------------------------- squeezed later: -OOM
 
 def test_a_backing_filled_by_another_file_gets_oom_never_sigbus(tmpfs):
