@@ -110,34 +110,24 @@ def test_an_arena_bigger_than_the_free_space_of_its_file_system_is_refused(tmp_p
     assert not (tmp_path / "a.arena").exists()
 
 
-def test_an_existing_arena_counts_what_its_file_already_holds(tmpfs):
+@pytest.mark.parametrize("kind, size, arena, kept", [
     # 40 MiB of a 64 MiB tmpfs: after a restart the file's own pages are not "used" space
-    where = tmpfs("64m")
-    server = start_server(where / "a.arena", "40mb")
+    ("tmpfs", "64m", "40mb", 20 * MIB),
+    # ramfs, like a hugetlbfs mounted without size=, reports no size (statvfs blocks 0:
+    # unlimited); a restart once took that for UINT64_MAX bytes free plus what the file
+    # holds, wrapped around, and refused to start
+    ("ramfs", None, "16mb", 2 * MIB),
+])
+def test_an_existing_arena_counts_what_its_file_already_holds(tmpfs, kind, size, arena, kept):
+    where = tmpfs(size, kind)
+    server = start_server(where / "a.arena", arena)
     try:
         with server.client() as c:
-            c.set("kept", value("kept", 20 * MIB))
+            c.set("kept", value("kept", kept))
         assert server.stop() == 0
         server.start()
         with server.client() as c:
-            assert c.get("kept") == value("kept", 20 * MIB)
-    finally:
-        server.close()
-
-
-def test_an_arena_restarts_on_a_file_system_without_a_size_limit(tmpfs):
-    """ramfs, like a hugetlbfs mounted without size=, reports no size (statvfs blocks 0:
-    unlimited); a restart over the arena file it already holds once took that for
-    UINT64_MAX bytes free plus what the file holds, wrapped around, and refused to start."""
-    where = tmpfs(None, "ramfs")
-    server = start_server(where / "a.arena", "16mb")
-    try:
-        with server.client() as c:
-            c.set("kept", value("kept", 2 * MIB))
-        assert server.stop() == 0
-        server.start()
-        with server.client() as c:
-            assert c.get("kept") == value("kept", 2 * MIB)
+            assert c.get("kept") == value("kept", kept)
     finally:
         server.close()
 
