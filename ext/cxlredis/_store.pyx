@@ -997,10 +997,16 @@ cdef inline Arena ks_arena(Keyspace ks):
 
 
 cdef inline unsigned ks_pdb(Arena a, unsigned tenant, int db) except? 0xffff:
-    """The physical db: the default tenant's logical dbs go through the SWAPDB map,
-    another tenant's are its own (the map is arena-wide, so it cannot be theirs)."""
+    """physical_db, for a db that must be in range."""
     if db < 0 or db >= a.ndb:
         raise ValueError(f"db {db} out of range (0..{a.ndb - 1})")
+    return physical_db(a, tenant, db)
+
+
+cdef inline unsigned physical_db(Arena a, unsigned tenant, int db) noexcept:
+    """The physical db of a logical one in range: the default tenant's go through the
+    SWAPDB map, another tenant's are its own (the map is arena-wide, so it cannot be
+    theirs)."""
     return CX_SB(a.base).db_map[db] if tenant == 0 else <unsigned>db
 
 
@@ -1045,7 +1051,7 @@ cdef void prefetch_lookups(Keyspace ks, int db, const char **keys, const Py_ssiz
         return
     if not ks.is_arena and CX_SB(a.base).tmeta[ks.tenant].incarnation != ks.incarnation:
         return
-    pdb = CX_SB(a.base).db_map[db] if ks.tenant == 0 else <unsigned>db
+    pdb = physical_db(a, ks.tenant, db)
     for i in range(n):
         hashes[i] = cx_key_hash(CX_SB(a.base), ks.tenant, pdb, <const uint8_t *>keys[i], key_lens[i])
         cx_prefetch_bucket(a.base, hashes[i])
