@@ -48,7 +48,13 @@ static int cx_crash_at = 0;
    first lookup after the pause (or active expiry) to drop. Process-wide, every arena. */
 static int cx_expiry_held = 0;
 
+/* The wall clock of the command running, in ms, as Redis holds its time still for one
+   command: what cx_now_ms returns while it is set (the fast path sets it per command
+   from the clock read it makes anyway). 0: read the clock. */
+static int64_t cx_command_ms = 0;
+
 static inline int64_t cx_now_ms(void) {
+    if (cx_command_ms) return cx_command_ms;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;

@@ -24,7 +24,8 @@ tells the trackers before the replies go out.
 
 Per command it builds nothing: a command whose whole text has arrived is read where it
 lies in the input buffer (RequestParser.peek_command), and one clock read ends one
-command's time and starts the next's.
+command's time and starts the next's, whose expiries and LRU times it gives too
+(hold_clock).
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
@@ -35,8 +36,8 @@ from libc.string cimport strlen
 
 from cxlredis._resp cimport ArgSpan, ReplyWriter, RequestParser
 from cxlredis._store cimport (PREFETCH_KEYS, Arena, Keyspace, delete_key, expire_key, get_string, hash_get,
-                              hash_set, incr_string, key_exists, key_ttl_ms, maybe_on_disk, mget_string,
-                              prefetch_lookups, set_string, string_fits, under_maxmemory)
+                              hash_set, hold_clock, incr_string, key_exists, key_ttl_ms, maybe_on_disk,
+                              mget_string, prefetch_lookups, set_string, string_fits, under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
@@ -60,6 +61,7 @@ cdef extern from "<time.h>" nogil:
         long tv_nsec
     int clock_gettime(int clk_id, timespec *tp)
     enum: CLOCK_MONOTONIC
+    enum: CLOCK_REALTIME
 
 # Python's view of the boundary (ext/cxlredis/_fastpath.pxd)
 LATENCY_BUCKET_COUNT = LATENCY_BUCKETS
@@ -79,9 +81,9 @@ FAST_HGET_OP = FAST_HGET
 FAST_HSET_OP = FAST_HSET
 
 
-cdef inline int64_t monotonic_ns() noexcept nogil:
+cdef inline int64_t clock_ns(int clock) noexcept nogil:
     cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
+    clock_gettime(clock, &ts)
     return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
 
 
@@ -396,7 +398,10 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     cdef Py_ssize_t argc
     cdef list argv
     cdef int op, bucket, done, ran = 0
-    cdef int64_t began = monotonic_ns(), ended, elapsed_us
+    cdef int64_t began = clock_ns(CLOCK_MONOTONIC), ended, elapsed_us
+    # Each command's wall clock is the time it began, as Redis holds it still for a command:
+    # the monotonic reading that starts its time, plus the wall clock's lead read once here.
+    cdef int64_t wall_lead = clock_ns(CLOCK_REALTIME) - began
     try:
         while True:
             argv = None
@@ -425,6 +430,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             if (op != NOT_FAST and under_maxmemory(arena)
                     and (serve_here is None or served_here(args, argc, op, serve_here))
                     and not (disk_tier and any_on_disk(store, db, args, argc, op))):
+                hold_clock((began + wall_lead) // 1000000)
                 try:
                     done = run(op, args, argc, reply, store, db, changed)
                 except Exception:
@@ -439,7 +445,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                 parser.consume(peeked.length)
             elif argv is None:
                 parser.consume_peeked()
-            ended = monotonic_ns()
+            ended = clock_ns(CLOCK_MONOTONIC)
             elapsed_us = (ended - began) // 1000
             began = ended
             bucket = 0
@@ -457,5 +463,6 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
             if output_budget and reply._len + reply._large_bytes >= output_budget:
                 break
     finally:
+        hold_clock(0)
         PyMem_Free(grown)
     return ran

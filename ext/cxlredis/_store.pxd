@@ -48,6 +48,8 @@ cdef class Namespace(Keyspace):
     pass
 
 
+# the fast path's command clock: the wall clock every arena call sees, in ms (0: read it)
+cdef void hold_clock(int64_t now_ms) noexcept
 # GET and SET of plain strings, for the fast path: the same lookups, LRU touches,
 # counters and commits as the Python-level methods, without a Python call.
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,

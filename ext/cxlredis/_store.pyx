@@ -193,6 +193,7 @@ cdef extern from "arena/common.h":
     void cx_store(uint64_t* p, uint64_t v) nogil
     void cx_acquire_fence() nogil
     int64_t cx_now_ms() nogil
+    int64_t cx_command_ms
     int cx_crash_at
     int cx_expiry_held
 
@@ -1011,6 +1012,13 @@ cdef inline unsigned physical_db(Arena a, unsigned tenant, int db) noexcept:
 
 
 # ---------------------------------------------------------------- the fast path's GET and SET
+
+cdef void hold_clock(int64_t now_ms) noexcept:
+    """What every read of the wall clock sees until the next call: now_ms, or, for 0, the
+    clock itself."""
+    global cx_command_ms
+    cx_command_ms = now_ms
+
 
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
                     const char **value, Py_ssize_t *value_len) except -2:

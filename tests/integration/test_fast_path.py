@@ -2,6 +2,7 @@
 anything the general path enforces: ACL key patterns, tenant namespaces,
 maxmemory, and what SLOWLOG, MONITOR and INFO commandstats observe."""
 import random
+import time
 
 from conftest import ReplyTimeout, encode_command, raw_connection
 
@@ -112,6 +113,26 @@ def test_a_pipeline_split_mid_command_is_served_whole(cxl_factory):
             extra = None
     assert extra is None
     assert replies[1::2] == [b"$%d\r\nv%d\r\n" % (len(str(i)) + 1, i) for i in range(200)]
+
+
+def test_fast_commands_see_the_wall_clock_and_leave_it_running(cxl_factory):
+    """The fast path gives each command the wall clock it read when the command began
+    (hold_clock): an EXPIRE it runs lands 100 s after now, and once it is done the
+    general path reads a clock that runs again, so a key given 30 ms expires."""
+    server = cxl_factory()
+    with raw_connection(server.port) as conn:
+        before = time.time() * 1000
+        replies = send_pipeline(conn, [("SET", "k", "v"), ("EXPIRE", "k", "100"), ("GET", "k"),
+                                       ("PEXPIRETIME", "k")])
+        after = time.time() * 1000
+        assert replies[:3] == [b"+OK\r\n", b":1\r\n", b"$1\r\nv\r\n"]
+        expire_at = int(replies[3][1:])
+        assert before + 100_000 - 1 <= expire_at <= after + 100_000 + 1
+        for _ in range(3):
+            send_pipeline(conn, [("INCR", "n"), ("TTL", "k")] * 50)
+            assert conn.request("SET", "short", "v", "PX", "30") == b"+OK\r\n"
+            time.sleep(0.06)
+            assert conn.request("TYPE", "short") == b"+none\r\n"
 
 
 def test_refused_writes_are_counted_once(cxl_factory):
