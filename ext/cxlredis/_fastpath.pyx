@@ -12,10 +12,11 @@ MONITORing - `serve` runs the `GET key`, `SET key value`, `EXISTS key...`,
 replies, eviction check and commandstats (calls, microseconds, latency buckets) as the
 general path, which still runs everything else, and every command that would answer
 with an error (WRONGTYPE, not an integer, overflow, OOM): nothing is changed or counted
-before it is handed back. Values that arrived in arena slots, and values
-large enough to be sent by reference, take the general path too: for them the
-per-command cost does not matter; so do keys that may have a copy in the disk tier
-(cxlredis/disktier.py). In cluster mode only keys of the slots the node
+before it is handed back. A GET of a value large enough to be sent by reference
+pins it and queues it by reference, as ReplyWriter.entry does (a large GET's Python
+costs more than its lookup). SETs whose values arrived in arena slots, MGET and HGET
+of such large values take the general path, and so do keys that may have a copy in the
+disk tier (cxlredis/disktier.py). In cluster mode only keys of the slots the node
 serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
 here, and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); every other
 key goes to the general path for its redirect. While some client tracks keys
@@ -31,13 +32,14 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.limits cimport LLONG_MAX, LLONG_MIN
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport strlen
 
 from cxlredis._resp cimport ArgSpan, ReplyWriter, RequestParser
 from cxlredis._store cimport (PREFETCH_KEYS, Arena, Keyspace, delete_key, expire_key, get_string, hash_get,
                               hash_set, hold_clock, incr_string, key_exists, key_ttl_ms, maybe_on_disk,
-                              mget_string, prefetch_lookups, set_string, string_fits, under_maxmemory)
+                              mget_string, pin_value, prefetch_lookups, set_string, string_fits,
+                              under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
@@ -284,17 +286,23 @@ def look_ahead(RequestParser parser, Keyspace store, int db):
 cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Keyspace store, int db,
              list changed) except -2:
     """Run one fast command and queue its reply: 1, or 0 when the general path must run it
-    instead (WRONGTYPE, not an integer, an overflow, a value sent by reference, a key too
-    big for MGET's copy), with nothing done. Raises OutOfMemory (or for a tenant dropped
+    instead (WRONGTYPE, not an integer, an overflow, a value of HGET or MGET large enough
+    to be sent by reference), with nothing done. Raises OutOfMemory (or for a tenant dropped
     meanwhile) with nothing done either."""
     cdef const ArgSpan *key = &args[1]
     cdef int found = 0
     cdef Py_ssize_t i, value_len
     cdef long long count = 0, delta
     cdef const char *value
+    cdef uint64_t entry
     if op == FAST_GET or op == FAST_HGET:
         if op == FAST_GET:
-            found = get_string(store, db, key.ptr, key.len, reply._threshold.nbytes, &value, &value_len)
+            found = get_string(store, db, key.ptr, key.len, reply._threshold.nbytes, &value, &value_len,
+                               &entry)
+            if found == 2:
+                token, view = pin_value(store, entry)
+                reply._by_reference(token, view, value_len, b"", b"")
+                return 1
         else:
             found = hash_get(store, db, key.ptr, key.len, args[2].ptr, args[2].len,
                              reply._threshold.nbytes, &value, &value_len)

@@ -92,3 +92,4 @@ cdef class ReplyWriter:
     cdef int _copied_bulk(self, const char *data, Py_ssize_t n) except -1
     cdef int _bulk_from(self, object data) except -1
     cdef int _entry_bulk(self, entry, view, bytes head, bytes tail) except -1
+    cdef int _by_reference(self, object token, object view, Py_ssize_t n, bytes head, bytes tail) except -1

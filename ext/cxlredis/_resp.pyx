@@ -942,8 +942,14 @@ cdef class ReplyWriter:
         finally:
             PyBuffer_Release(&info)
         # the token names the arena: it unpins even after the tenant is gone
-        self._tokens.append(entry.pin())
-        self._header(b'$', n + framing)
+        return self._by_reference(entry.pin(), view, n, head, tail)
+
+    cdef int _by_reference(self, object token, object view, Py_ssize_t n, bytes head, bytes tail) except -1:
+        """A bulk reply of head + the n arena bytes of view + tail, those bytes sent by
+        reference: token is the pin that keeps them, handed back by the flush() that sends
+        them (or by rollback() / discard())."""
+        self._tokens.append(token)
+        self._header(b'$', n + len(head) + len(tail))
         self._put(head, len(head))
         self._queue(view, n)
         self._put(tail, len(tail))

@@ -53,7 +53,8 @@ cdef void hold_clock(int64_t now_ms) noexcept
 # GET and SET of plain strings, for the fast path: the same lookups, LRU touches,
 # counters and commits as the Python-level methods, without a Python call.
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
-                    const char **value, Py_ssize_t *value_len) except -2
+                    const char **value, Py_ssize_t *value_len, uint64_t *entry) except -2
+cdef tuple pin_value(Keyspace ks, uint64_t off)
 cdef int set_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *value,
                     Py_ssize_t value_len) except -1
 # MGET's check and lookup of one key; EXISTS, TTL/PTTL and DEL of one key, likewise

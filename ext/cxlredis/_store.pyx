@@ -1021,18 +1021,19 @@ cdef void hold_clock(int64_t now_ms) noexcept:
 
 
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
-                    const char **value, Py_ssize_t *value_len) except -2:
-    """GET: 1 and the value (valid until the next write) when key holds a string shorter
-    than max_len, 0 when it is missing; -1, with nothing touched or counted, when it holds
-    another type or a longer value, so the general path can run the command instead."""
+                    const char **value, Py_ssize_t *value_len, uint64_t *entry) except -2:
+    """GET, looked up as Keyspace.find does: 1 and the value (valid until the next write)
+    when key holds a string shorter than max_len; 2 and its entry's offset too when the
+    string is longer, to be sent by reference (pin_value); 0 when it is missing; -1, with
+    nothing touched or counted, when it holds another type, so the general path answers
+    with WRONGTYPE."""
     cdef Arena a = ks_arena(ks)
     cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
     cdef const uint8_t *k = <const uint8_t *>key
     cdef uint64_t off = cx_find(a.base, cx_key_hash(CX_SB(a.base), ks.tenant, pdb, k, key_len),
                                 ks.tenant, pdb, k, key_len, NULL)
     cdef cx_entry* e
-    if off and ((CX_E(a.base, off).type & CX_TYPE_MASK) != STRING_TYPE
-                or CX_E(a.base, off).value_len >= <uint64_t>max_len):
+    if off and (CX_E(a.base, off).type & CX_TYPE_MASK) != STRING_TYPE:
         return -1
     off = cx_lookup(a.base, ks.tenant, pdb, k, key_len, 1, 1, lfu_policy(a, ks.tenant), &a.rng,
                     &a.checksum_failures if a.checksums else NULL)
@@ -1041,7 +1042,19 @@ cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py
     e = CX_E(a.base, off)
     value[0] = <const char *>CX_VAL(e)
     value_len[0] = e.value_len
-    return 1
+    entry[0] = off
+    return 1 if e.value_len < <uint64_t>max_len else 2
+
+
+cdef tuple pin_value(Keyspace ks, uint64_t off):
+    """For a reply that sends the value of the live entry at off (which a lookup just
+    found) by reference: pins it and returns (token, view), the token as Entry.pin gives
+    it, the view over the value's bytes."""
+    cdef Arena a = ks_arena(ks)
+    cdef cx_entry* e = CX_E(a.base, off)
+    reference = ((a, off), PyMemoryView_FromMemory(<char*>CX_VAL(e), e.value_len, PyBUF_READ))
+    cx_pin(a.base, off)
+    return reference
 
 
 cdef void prefetch_lookups(Keyspace ks, int db, const char **keys, const Py_ssize_t *key_lens,
