@@ -14,9 +14,9 @@ general path, which still runs everything else, and every command that would ans
 with an error (WRONGTYPE, not an integer, overflow, OOM): nothing is changed or counted
 before it is handed back. A GET of a value large enough to be sent by reference
 pins it and queues it by reference, as ReplyWriter.entry does (a large GET's Python
-costs more than its lookup). SETs whose values arrived in arena slots, MGET and HGET
-of such large values take the general path, and so do keys that may have a copy in the
-disk tier (cxlredis/disktier.py). In cluster mode only keys of the slots the node
+costs more than its lookup). A SET whose value arrived in a block reserved for it
+(SlotArg) commits it there. MGET and HGET of large values take the general path, and
+so do keys that may have a copy in the disk tier (cxlredis/disktier.py). In cluster mode only keys of the slots the node
 serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
 here, and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); every other
 key goes to the general path for its redirect. While some client tracks keys
@@ -36,10 +36,10 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport strlen
 
 from cxlredis._resp cimport ArgSpan, ReplyWriter, RequestParser
-from cxlredis._store cimport (PREFETCH_KEYS, Arena, Keyspace, delete_key, expire_key, get_string, hash_get,
-                              hash_set, hold_clock, incr_string, key_exists, key_ttl_ms, maybe_on_disk,
-                              mget_string, pin_value, prefetch_lookups, set_string, string_fits,
-                              under_maxmemory)
+from cxlredis._store cimport (PREFETCH_KEYS, Arena, Keyspace, SlotArg, commit_slot, delete_key, expire_key,
+                              get_string, hash_get, hash_set, hold_clock, incr_string, key_exists, key_ttl_ms,
+                              maybe_on_disk, mget_string, pin_value, prefetch_lookups, set_string,
+                              string_fits, under_maxmemory)
 
 cdef extern from "cluster/keyslot.h":
     void cx_crc16_init()
@@ -151,9 +151,10 @@ cdef list span_list(const ArgSpan *args, Py_ssize_t argc):
     return [span_bytes(&args[i]) for i in range(argc)]
 
 
-cdef ArgSpan *spans_of(list argv, ArgSpan *room, ArgSpan **grown) except? NULL:
+cdef ArgSpan *spans_of(list argv, ArgSpan *room, ArgSpan **grown, Keyspace store) except? NULL:
     """argv's arguments as spans (in room, or *grown when more than PEEKED_ARGS), or NULL
-    when one of them arrived in an arena slot rather than as bytes."""
+    when one of them is not bytes; but the third of three may be a value received into a
+    block store reserved (a SET's value): its span has no bytes (ptr NULL)."""
     cdef Py_ssize_t i, argc = PyList_GET_SIZE(argv)
     cdef ArgSpan *args = room
     cdef object arg
@@ -164,6 +165,10 @@ cdef ArgSpan *spans_of(list argv, ArgSpan *room, ArgSpan **grown) except? NULL:
         grown[0] = args
     for i in range(argc):
         arg = <object>PyList_GET_ITEM(argv, i)
+        if type(arg) is SlotArg and i == 2 and argc == 3 and (<SlotArg>arg).store is store:
+            args[i].ptr = NULL
+            args[i].len = (<SlotArg>arg).length
+            continue
         if type(arg) is not bytes:
             return NULL
         args[i].ptr = PyBytes_AS_STRING(arg)
@@ -284,7 +289,7 @@ def look_ahead(RequestParser parser, Keyspace store, int db):
 
 
 cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Keyspace store, int db,
-             list changed) except -2:
+             list changed, SlotArg slot) except -2:
     """Run one fast command and queue its reply: 1, or 0 when the general path must run it
     instead (WRONGTYPE, not an integer, an overflow, a value of HGET or MGET large enough
     to be sent by reference), with nothing done. Raises OutOfMemory (or for a tenant dropped
@@ -314,7 +319,10 @@ cdef int run(int op, const ArgSpan *args, Py_ssize_t argc, ReplyWriter reply, Ke
             reply._null()
         return 1
     if op == FAST_SET:
-        set_string(store, db, key.ptr, key.len, args[2].ptr, args[2].len)
+        if slot is not None:
+            commit_slot(slot, db, key.ptr, key.len)
+        else:
+            set_string(store, db, key.ptr, key.len, args[2].ptr, args[2].len)
         if changed is not None:
             changed.append(span_bytes(key))
         reply._put(b"+OK\r\n", 5)
@@ -405,6 +413,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     cdef ArgSpan *args
     cdef Py_ssize_t argc
     cdef list argv
+    cdef SlotArg slot
     cdef int op, bucket, done, ran = 0
     cdef int64_t began = clock_ns(CLOCK_MONOTONIC), ended, elapsed_us
     # Each command's wall clock is the time it began, as Redis holds it still for a command:
@@ -413,6 +422,7 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
     try:
         while True:
             argv = None
+            slot = None
             peeked = NULL
             if window_next == window_len:
                 window_len = prefetch_window(parser, store, db, window)
@@ -432,15 +442,19 @@ def serve(RequestParser parser, ReplyWriter reply, Keyspace store, Arena arena, 
                     if argv is None:
                         break
                     argc = PyList_GET_SIZE(argv)
-                    args = spans_of(argv, room, &grown)
+                    args = spans_of(argv, room, &grown, store)
+                    if args != NULL and argc == 3 and args[2].ptr == NULL:
+                        slot = <SlotArg>PyList_GET_ITEM(argv, 2)
                 op = NOT_FAST if args == NULL else op_of(args, argc)
+                if slot is not None and op != FAST_SET:
+                    op = NOT_FAST
             done = 0
             if (op != NOT_FAST and under_maxmemory(arena)
                     and (serve_here is None or served_here(args, argc, op, serve_here))
                     and not (disk_tier and any_on_disk(store, db, args, argc, op))):
                 hold_clock((began + wall_lead) // 1000000)
                 try:
-                    done = run(op, args, argc, reply, store, db, changed)
+                    done = run(op, args, argc, reply, store, db, changed, slot)
                 except Exception:
                     # OutOfMemory (or a tenant dropped meanwhile): nothing was done, and the
                     # general path runs the command again to answer and count the error

@@ -55,6 +55,14 @@ cdef void hold_clock(int64_t now_ms) noexcept
 cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py_ssize_t max_len,
                     const char **value, Py_ssize_t *value_len, uint64_t *entry) except -2
 cdef tuple pin_value(Keyspace ks, uint64_t off)
+# a large value received straight into a reserved block (the connection makes them), and
+# SET key <it> without options
+cdef class SlotArg:
+    cdef readonly object store      # the keyspace that reserved the block
+    cdef readonly uint64_t off
+    cdef readonly Py_ssize_t length
+    cdef public bint consumed       # committed or released: nothing left to free
+cdef int commit_slot(SlotArg slot, int db, const char *key, Py_ssize_t key_len) except -1
 cdef int set_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, const char *value,
                     Py_ssize_t value_len) except -1
 # MGET's check and lookup of one key; EXISTS, TTL/PTTL and DEL of one key, likewise

@@ -1046,6 +1046,60 @@ cdef int get_string(Keyspace ks, int db, const char *key, Py_ssize_t key_len, Py
     return 1 if e.value_len < <uint64_t>max_len else 2
 
 
+cdef int commit_reserved(Keyspace ks, uint64_t off, int db, const uint8_t *key, Py_ssize_t key_len,
+                         int64_t expire_at, int type, bint keep_ttl) except -1:
+    """Keyspace.commit: the filled reservation at off becomes the live entry for key."""
+    cdef Arena a = ks_arena(ks)
+    cdef cx_entry* e = entry_at(a, off, RESERVED_ONLY)
+    cdef unsigned pdb = ks_pdb(a, ks.tenant, db)
+    if e.tenant != ks.tenant:
+        raise ValueError(f"the reservation at {off} belongs to tenant {e.tenant}, not {ks.tenant}")
+    if <uint64_t>key_len > e.key_cap:
+        raise ValueError(f"key of {key_len} bytes does not fit the reserved key_cap")
+    cx_commit(a.base, off, pdb, key, key_len, expire_at, type, keep_ttl, cx_now_ms(), a.checksums)
+    CX_SB(a.base).tmeta[ks.tenant].bytes_written += e.value_len
+    return 0
+
+
+cdef class SlotArg:
+    """A large value argument received straight into a block reserved for it in store
+    (Keyspace.reserve): the command that stores it commits it under its key; any other
+    outcome releases it."""
+
+    def __init__(self, store, uint64_t off, Py_ssize_t length):
+        self.store = store
+        self.off = off
+        self.length = length
+        self.consumed = False
+
+    def __len__(self):
+        return self.length
+
+    def view(self):
+        return self.store.slot(self.off)
+
+    def __bytes__(self):
+        return bytes(self.store.slot(self.off))
+
+    def commit(self, int db, key, int64_t expire_at=-1, bint keep_ttl=False):
+        """Make the received value visible under key; the block now belongs to the index."""
+        self.consumed = True
+        return self.store.commit(self.off, db, key, expire_at, 0, keep_ttl)
+
+    def release(self):
+        if not self.consumed:
+            self.consumed = True
+            self.store.release(self.off)
+
+
+cdef int commit_slot(SlotArg slot, int db, const char *key, Py_ssize_t key_len) except -1:
+    """SET key <slot> without options, as slot.commit(db, key) makes it (slot.store must
+    be a Keyspace)."""
+    commit_reserved(<Keyspace>slot.store, slot.off, db, <const uint8_t *>key, key_len, -1, 0, False)
+    slot.consumed = True
+    return 0
+
+
 cdef tuple pin_value(Keyspace ks, uint64_t off):
     """For a reply that sends the value of the live entry at off (which a lookup just
     found) by reference: pins it and returns (token, view), the token as Entry.pin gives
@@ -1680,18 +1734,10 @@ cdef class Keyspace:
     def commit(self, uint64_t off, int db, key, int64_t expire_at=-1, int type=0, bint keep_ttl=False):
         """Make a filled reservation the live entry for key; returns off. The reservation
         must have been made by this tenant (it was admitted against its quota then)."""
-        cdef Arena a = ks_arena(self)
-        cdef cx_entry* e = entry_at(a, off, RESERVED_ONLY)
-        cdef unsigned pdb = ks_pdb(a, self.tenant, db)
         cdef Buf k
-        if e.tenant != self.tenant:
-            raise ValueError(f"the reservation at {off} belongs to tenant {e.tenant}, not {self.tenant}")
         buf_open(&k, key)
         try:
-            if <uint64_t>k.len > e.key_cap:
-                raise ValueError(f"key of {k.len} bytes does not fit the reserved key_cap")
-            cx_commit(a.base, off, pdb, k.ptr, k.len, expire_at, type, keep_ttl, cx_now_ms(), a.checksums)
-            CX_SB(a.base).tmeta[self.tenant].bytes_written += e.value_len
+            commit_reserved(self, off, db, k.ptr, k.len, expire_at, type, keep_ttl)
         finally:
             buf_close(&k)
         return off

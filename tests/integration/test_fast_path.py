@@ -135,6 +135,37 @@ def test_fast_commands_see_the_wall_clock_and_leave_it_running(cxl_factory):
             assert conn.request("TYPE", "short") == b"+none\r\n"
 
 
+def test_large_sets_and_gets_in_a_pipeline_leave_nothing_reserved_or_pinned(cxl_factory):
+    """The fast path commits a SET's value where it was received (a SlotArg) and sends a
+    large GET's value by reference: each counted as the general path counts it, and once
+    the replies are read no block is left reserved or pinned."""
+    server = cxl_factory()
+    values = [bytes([65 + i]) * (300_000 + i) for i in range(8)]
+    commands = []
+    for i, value in enumerate(values):
+        commands += [("SET", f"big{i}", value), ("GET", f"big{i}"), ("SET", "small", str(i)),
+                     ("GET", f"big{max(i - 1, 0)}"), ("GET", "missing")]
+    with raw_connection(server.port) as conn:
+        conn.request("CONFIG", "RESETSTAT")
+        replies = send_pipeline(conn, commands)
+        for i, value in enumerate(values):
+            previous = values[max(i - 1, 0)]
+            assert replies[5 * i:5 * i + 5] == [
+                b"+OK\r\n", b"$%d\r\n%s\r\n" % (len(value), value), b"+OK\r\n",
+                b"$%d\r\n%s\r\n" % (len(previous), previous), b"$-1\r\n"]
+        stats = conn.request("INFO", "commandstats").decode()
+        assert "cmdstat_set:calls=16," in stats and "cmdstat_get:calls=24," in stats
+        assert info_field(conn, "stats", "keyspace_hits") == "16"
+        assert info_field(conn, "stats", "keyspace_misses") == "8"
+        assert info_field(conn, "arena", "arena_reserved") == "0"
+        assert info_field(conn, "arena", "arena_pinned") == "0"
+        assert conn.request("DBSIZE") == b":9\r\n"
+        assert conn.request("SELECT", "5") == b"+OK\r\n"
+        assert send_pipeline(conn, [("SET", "in5", values[0]), ("DBSIZE",)]) == [b"+OK\r\n", b":1\r\n"]
+        assert conn.request("SELECT", "0") == b"+OK\r\n"
+        assert conn.request("EXISTS", "in5") == b":0\r\n"
+
+
 def test_refused_writes_are_counted_once(cxl_factory):
     """A write the fast path cannot make room for is run again by the general path, which
     answers -OOM: the tenant's rejected writes and the command's commandstats count it once."""
