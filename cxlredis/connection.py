@@ -256,6 +256,10 @@ class Client(asyncio.BufferedProtocol):
             # told now, while the replies of the commands that changed them still wait here
             tracking.fast_writes(store, changed, session)
         if ran:
+            if services.disk_tier is not None:
+                # what its writes' evictions spilled is indexed and the tier's segments move
+                # on, as the general path's lookup of a command's keys does (DiskTier.waiting)
+                services.disk_tier.settle()
             if services.watchers:
                 check_absent_watched_keys(services.watchers)
             stats = services.stats

@@ -335,6 +335,24 @@ def test_the_budget_keeps_the_newest(cxl_factory):
     assert r.get("k330") == value("k330")
 
 
+@pytest.mark.parametrize("size", [8 * KB, 64 * KB], ids=["copied", "received-in-place"])
+def test_a_burst_of_writes_between_ticks_spills_every_value_it_evicts(cxl_factory, size):
+    """Writes the fast path runs (small SETs, and SETs of values received into their block)
+    settle the tier as the general path does, so the segments move on between the cron's
+    ticks: 16 MiB of SETs, three times a segment and its spare, in a burst, and every
+    value they evict is on disk and comes back."""
+    server = tiered(cxl_factory, disk_tier_size="16mb", hz="1")
+    r = server.client()
+    count = 16 * MB // size
+    for i in range(count):
+        r.set(f"k{i}", value(f"k{i}", size))
+    info = tier(r)
+    assert info["disk_tier_not_written"] == 0
+    assert info["disk_tier_keys"] >= count // 2
+    for i in range(0, count, count // 16):
+        assert r.get(f"k{i}") == value(f"k{i}", size)
+
+
 def test_a_value_larger_than_a_segment_has_one_of_its_own(cxl_factory):
     """An 8 MiB budget has 1 MiB segments; values of up to a quarter of it are written."""
     server = tiered(cxl_factory, disk_tier_size="8mb")
