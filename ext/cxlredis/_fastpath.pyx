@@ -16,10 +16,11 @@ before it is handed back. A GET of a value large enough to be sent by reference
 pins it and queues it by reference, as ReplyWriter.entry does (a large GET's Python
 costs more than its lookup). A SET whose value arrived in a block reserved for it
 (SlotArg) commits it there. MGET and HGET of large values take the general path, and
-so do keys that may have a copy in the disk tier (cxlredis/disktier.py). In cluster mode only keys of the slots the node
-serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run
-here, and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); every other
-key goes to the general path for its redirect. While some client tracks keys
+so do keys that may have a copy in the disk tier (cxlredis/disktier.py), whose segments
+the caller settles after each run. In cluster mode only keys of the slots the node
+serves as they are (its own, stable, cluster up: ClusterState.serve_here) are run here,
+and EXISTS, DEL and MGET of one key only (several may be a CROSSSLOT); every other key
+goes to the general path for its redirect. While some client tracks keys
 (CLIENT TRACKING), the keys the commands changed are listed for the caller, which
 tells the trackers before the replies go out.
 
