@@ -4,6 +4,7 @@ every state it does not cover, goes through the general path. Pipelines that
 mix the two, switch between them mid-buffer, or meet the cases the fast path
 hands back (WRONGTYPE, expired keys, large values, errors) must give exactly
 Redis's replies and Redis's statistics."""
+import random
 import time
 
 import pytest
@@ -161,6 +162,28 @@ def test_values_at_and_above_the_large_threshold(flushed):
     commands = [("SET", "big", big), ("SET", "small", small), ("GET", "big"), ("GET", "small"),
                 ("GET", "big"), ("SET", "big", "tiny"), ("GET", "big")]
     run_on_both(flushed, commands)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_pipelines_of_values_on_both_sides_of_the_large_threshold(flushed, seed):
+    """Large values go by reference (GET) and arrive in their blocks (SET) on the fast
+    path, small ones are copied, and other commands take the general path; a pipeline
+    that mixes them all over a few keys answers and counts as Redis does. (A seeded
+    draw: the same commands every run.)"""
+    draw = random.Random(seed)
+    sizes = [0, 10, 64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 200_000]
+    keys = ["k1", "k2", "k3", "h"]
+    commands = [("HSET", "h", "f", "v")]
+    for n in range(300):
+        key = draw.choice(keys)
+        value = bytes([97 + n % 26]) * draw.choice(sizes)
+        commands.append(draw.choice([
+            ("SET", key, value), ("SET", key, value), ("GET", key), ("GET", key), ("GET", key),
+            ("MGET", key, draw.choice(keys)), ("EXISTS", key), ("DEL", key), ("STRLEN", key),
+            ("APPEND", key, value[:draw.choice([1, 70_000])]), ("GETRANGE", key, "65530", "65540"),
+            ("SET", key, value, "XX"), ("GETDEL", key), ("INCR", key), ("HGET", key, "f"),
+            ("SETRANGE", key, "65535", "xyz"), ("TTL", key)]))
+    run_on_both(flushed, commands, protocol=2 + seed % 2)
 
 
 def test_inside_multi_commands_are_queued(flushed):
