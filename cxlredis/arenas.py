@@ -8,7 +8,7 @@ import time
 
 from ._store import Arena, ArenaError, region_locked
 from .files import CreatedFiles
-from .tenant_arenas import TenantArenas, warm_ahead
+from .tenant_arenas import TenantArenas
 
 BACKING_FULL_LOG_INTERVAL = 60.0       # seconds between warnings that an arena's backing is full
 
@@ -35,7 +35,7 @@ class Arenas:
                 self.path, config["arena-size"], offset=config["arena-offset"],
                 databases=config["databases"], reset=config["arena-reset"],
                 hugepages=config["arena-hugepages"], prefault=config["arena-prefault"],
-                numa_node=config["arena-numa-node"], warm_ahead=warm_ahead(config, self.path))
+                numa_node=config["arena-numa-node"], warm_ahead=config["arena-warm-ahead"])
         except ArenaError as e:     # (Arena removes a file it created itself)
             raise ArenaError(explain_arena_error(str(e), self.path, config["arena-offset"],
                                                  config["arena-size"])) from None

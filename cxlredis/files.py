@@ -69,21 +69,3 @@ def mount_of(path):
                key=lambda m: len(m[1]), default=None)
     return (best[2], set(best[3].split(","))) if best else None
 
-
-def has_huge_pages(path):
-    """Whether a file at path gets huge pages: on hugetlbfs, or on a tmpfs mounted with
-    huge=always or huge=within_size (or every tmpfs, where shmem_enabled is force)."""
-    mount = mount_of(path)
-    if mount is None:
-        return False
-    kind, options = mount
-    if kind == "hugetlbfs":
-        return True
-    if kind != "tmpfs":
-        return False
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
-            forced = "[force]" in f.read()
-    except OSError:
-        forced = False
-    return forced or bool(options & {"huge=always", "huge=within_size"})

@@ -26,7 +26,6 @@ import re
 import stat
 
 from ._store import Arena
-from .files import has_huge_pages
 from .metrics import human_bytes
 
 log = logging.getLogger("cxlredis")
@@ -56,12 +55,6 @@ def size_for(quota):
     """A file size whose heap holds `quota` bytes: the index takes at most 1/256 of the
     size and the superblock 64 KiB, rounded to the alignment."""
     return (quota + quota // 128 + 2 * ALIGN + ALIGN - 1) // ALIGN * ALIGN
-
-
-def warm_ahead(config, path):
-    """arena-warm-ahead for an arena at path: none where pages are huge, which fault once
-    per 2 MiB already (a warmer there only competes with the writes)."""
-    return 0 if has_huge_pages(path) else config["arena-warm-ahead"]
 
 
 class TenantArenas:
@@ -109,7 +102,7 @@ class TenantArenas:
         arena = Arena(path, size, databases=self.config["databases"],
                       reset=create or self.config["arena-reset"],
                       hugepages=self.config["arena-hugepages"], prefault=self.config["arena-prefault"],
-                      numa_node=self.config["arena-numa-node"], warm_ahead=warm_ahead(self.config, path),
+                      numa_node=self.config["arena-numa-node"], warm_ahead=self.config["arena-warm-ahead"],
                       size_option=f"tenant '{name}' QUOTA")
         try:
             self._check_capacity(name, arena, quota)

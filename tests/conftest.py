@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import fcntl
 import os
 import platform
 import shutil
@@ -667,6 +668,49 @@ def tmpfs(tmp_path):
     finally:
         for where in mounted:
             subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+HUGE_PAGE = 2 << 20
+
+
+@pytest.fixture
+def huge_page_pool():
+    """Sees to it that `pages` 2 MiB huge pages are free: as root, grows the kernel's pool
+    and shrinks it back after the test; skips when they cannot be had. The pool is the
+    machine's: tests that use it take turns (a lock), so none shrinks it under another."""
+    pool = "/proc/sys/vm/nr_hugepages"
+    grown = []
+    turn = open(os.path.join(tempfile.gettempdir(), "cxlredis-tests-huge-pages.lock"), "w")
+
+    def free_pages():
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        if int(info["Hugepagesize"].split()[0]) * 1024 != HUGE_PAGE:
+            pytest.skip("the default huge page is not 2 MiB")
+        return int(info["HugePages_Free"])
+
+    def reserve(pages):
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        missing = pages - free_pages()
+        if missing > 0:
+            with open(pool) as f:
+                before = int(f.read())
+            try:
+                with open(pool, "w") as f:
+                    f.write(str(before + missing))
+            except OSError as e:
+                pytest.skip(f"cannot grow the huge page pool: {e}")
+            grown.append(before)
+            if free_pages() < pages:
+                pytest.skip(f"the kernel could not find {pages} free 2 MiB pages")
+
+    try:
+        yield reserve
+    finally:
+        for before in grown:
+            with open(pool, "w") as f:
+                f.write(str(before))
+        turn.close()            # and with it the lock
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 /* The warmer: a thread of the server's that faults in the pages just past where the
    allocator last took fresh memory, so the first writes into a new arena find their
-   pages mapped instead of taking a fault per 4 KiB page (on a tmpfs of small pages the
-   faults, not the copy, are most of a first write's cost). It changes no byte:
+   pages mapped instead of taking a fault per page (on a tmpfs of small pages the faults,
+   not the copy, are most of a first write's cost; on huge pages, clearing each one). It
+   runs at idle priority (warm.c says why). It changes no byte:
    MADV_POPULATE_WRITE maps a page as a store would without storing, and reports a page
    the backing cannot supply as an error where a store would raise SIGBUS. The allocator
    still backs every block it hands out (cx_back_range); the warmer only gets there first.

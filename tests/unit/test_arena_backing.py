@@ -16,7 +16,7 @@ import pytest
 
 from cxlredis._store import Arena, ArenaError, OutOfMemory
 
-from conftest import REPO_ROOT, needs_populate_write
+from conftest import HUGE_PAGE, REPO_ROOT, needs_populate_write
 
 MiB = 1 << 20
 
@@ -175,9 +175,26 @@ def test_after_a_restart_punched_blocks_are_not_taken_for_backed(tmpfs, clean):
                                  f"\n{done.stderr}"
 
 
+def warmer_threads():
+    """This process's warmer threads, by thread id: their scheduling policy."""
+    threads = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() == "cxlredis-warm":
+                    threads[int(tid)] = os.sched_getscheduler(int(tid))
+        except (FileNotFoundError, ProcessLookupError):
+            pass                # a thread that ended meanwhile
+    return threads
+
+
 @needs_populate_write
-def test_the_warmer_faults_in_ahead_of_writes_and_gives_the_pages_back(tmpfs):
-    where = tmpfs("256m")
+@pytest.mark.parametrize("kind", ["tmpfs", "hugetlbfs"])
+def test_the_warmer_faults_in_ahead_of_writes_and_gives_the_pages_back(tmpfs, huge_page_pool, kind):
+    page = HUGE_PAGE if kind == "hugetlbfs" else 4096
+    if kind == "hugetlbfs":
+        huge_page_pool(80)              # the mapping reserves all 64 of the arena's
+    where = tmpfs("256m" if kind == "tmpfs" else None, kind)
     path = str(where / "a.arena")
     with Arena(path, 128 * MiB, warm_ahead=8 * MiB) as a:
         metadata = held(path)
@@ -190,20 +207,25 @@ def test_the_warmer_faults_in_ahead_of_writes_and_gives_the_pages_back(tmpfs):
         assert 8 * MiB - 8192 <= warmed <= 8 * MiB
         assert held(path) >= metadata + 3 * MiB + warmed
         assert a.value_bytes(a.lookup(0, b"k")) == value
+        # it runs only on a core nothing else wants
+        assert os.SCHED_IDLE in warmer_threads().values()
         # writes paused: the cron's release step takes the warmed pages back
-        assert release_until_idle(a) >= warmed - 2 * 4096
-        assert held(path) <= metadata + 3 * MiB + 2 * MiB + 3 * 4096      # the value, backed ahead
+        assert release_until_idle(a) >= warmed - 2 * page
+        # the value, backed ahead, and the free block's first page (its header)
+        assert held(path) <= metadata + 3 * MiB + 2 * MiB + 3 * page
         assert a.release_free_pages() == 0
         assert a.value_bytes(a.lookup(0, b"k")) == value
         assert a.check() == []
 
 
 def test_no_warmer_with_prefault_or_when_asked_for_none(tmp_path):
+    threads = warmer_threads()
     for options in (dict(warm_ahead=0), dict(warm_ahead=8 * MiB, prefault=True)):
         with Arena(str(tmp_path / "a.arena"), 64 * MiB, reset=True, **options) as a:
             a.set(0, b"k", os.urandom(3 * MiB))
             time.sleep(0.2)
             assert a.stats()["warmed_bytes"] == 0, options
+            assert warmer_threads().keys() <= threads.keys(), options
 
 
 @pytest.mark.parametrize("warm_ahead", [0, 16 * MiB])
