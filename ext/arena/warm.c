@@ -39,7 +39,7 @@ static void *cx_warm_run(void *arg) {
         pthread_mutex_lock(&w->lock);
         if (w->to == at) {          /* the hint did not jump meanwhile */
             w->to = ok ? at + len : goal;
-            if (ok) w->warmed += len;
+            if (ok) __atomic_store_n(&w->warmed, w->warmed + len, __ATOMIC_RELAXED);
         }
     }
     pthread_mutex_unlock(&w->lock);
@@ -78,18 +78,17 @@ CX_API void cx_warmer_stop(cx_warmer *w) {
 }
 
 CX_API uint64_t cx_warmer_warmed(cx_warmer *w) {
-    if (!w) return 0;
-    pthread_mutex_lock(&w->lock);
-    uint64_t warmed = w->warmed;
-    pthread_mutex_unlock(&w->lock);
-    return warmed;
+    return w ? __atomic_load_n(&w->warmed, __ATOMIC_RELAXED) : 0;
 }
 
 CX_API void cx_warm_hint(cx_warmer *w, uint64_t end, uint64_t limit, int64_t now_ms) {
     if (!w) return;
     /* from the first whole page after end: the page holding end is the allocator's */
     uint64_t start = (end + CX_WARM_PAGE - 1) & ~(CX_WARM_PAGE - 1);
-    pthread_mutex_lock(&w->lock);
+    /* The server never waits for the thread: at idle priority it can be preempted
+       holding the lock for as long as both cores have other work. A hint it misses
+       only leaves it warming toward the one before; the next allocation hints again. */
+    if (pthread_mutex_trylock(&w->lock) != 0) return;
     if (start < w->from || start > w->to || limit != w->limit) w->from = w->to = start;
     w->hint = start;
     w->limit = limit < w->size ? limit : w->size;
@@ -102,8 +101,7 @@ CX_API void cx_warm_hint(cx_warmer *w, uint64_t end, uint64_t limit, int64_t now
 static uint64_t cx_warm_release(cx_warmer *w, uint64_t lo, uint64_t hi, int64_t now_ms,
                                 uint64_t min_age, uint64_t *from) {
     uint64_t len = 0;
-    if (!w) return 0;
-    pthread_mutex_lock(&w->lock);
+    if (!w || pthread_mutex_trylock(&w->lock) != 0) return 0;     /* the next tick will do */
     if (w->served == w->hints && (uint64_t)(now_ms - w->hinted_ms) >= min_age) {
         /* below the hint is the allocator's (handed out, or backed ahead and so marked) */
         uint64_t a = w->from > lo ? w->from : lo, b = w->to < hi ? w->to : hi;

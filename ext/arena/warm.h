@@ -28,7 +28,7 @@ typedef struct cx_warmer {
     uint64_t hints, served;   /* hints given, and the last one the thread has warmed for */
     int64_t hinted_ms;        /* when the last hint came */
     uint64_t from, to;        /* what the thread has warmed since the last jump of the hint */
-    uint64_t warmed;          /* bytes faulted in since start */
+    uint64_t warmed;          /* bytes faulted in since start (read without the lock) */
     int stop;
 } cx_warmer;
 
