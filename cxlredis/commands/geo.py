@@ -15,6 +15,7 @@ from .._store import TYPE_ZSET
 from ..config import parse_double
 from ..errors import CommandError
 from .args import c_word, parse_int
+from .pqsort import pqsort
 from .zsets import ADDED, UPDATED, add_scores, fitting_encoding, store
 
 UNSUPPORTED_UNIT = "ERR unsupported unit provided. please use M, KM, FT, MI"
@@ -374,87 +375,9 @@ def _sort(points, order, kept):
         points.sort(key=lambda point: point.dist, reverse=order == DESC)
     else:
         sign = 1 if order == ASC else -1
-        _pqsort(points, 0, len(points), lambda a, b: sign * _compare(a.dist, b.dist), kept - 1)
+        pqsort(points, lambda a, b: sign * _compare(a.dist, b.dist), 0, kept - 1)
 
 
 def _compare(a, b):
     """sort_gp_asc."""
     return 1 if a > b else 0 if a == b else -1
-
-
-def _insertion_sort(items, start, n, cmp):
-    for m in range(start + 1, start + n):
-        at = m
-        while at > start and cmp(items[at - 1], items[at]) > 0:
-            items[at - 1], items[at] = items[at], items[at - 1]
-            at -= 1
-
-
-def _median_of_three(items, a, b, c, cmp):
-    if cmp(items[a], items[b]) < 0:
-        return b if cmp(items[b], items[c]) < 0 else (c if cmp(items[a], items[c]) < 0 else a)
-    return b if cmp(items[b], items[c]) > 0 else (a if cmp(items[a], items[c]) < 0 else c)
-
-
-def _swap_blocks(items, a, b, n):
-    for i in range(n):
-        items[a + i], items[b + i] = items[b + i], items[a + i]
-
-
-def _pqsort(items, start, n, cmp, last):
-    """Redis 7.0's pqsort (NetBSD's qsort, Bentley & McIlroy, without the older switch to
-    insertion sort after a pass without swaps) over items[start:start + n], in element
-    positions instead of bytes: it sorts only what positions 0..last need (a partition
-    wholly past `last` is left as it is)."""
-    while True:
-        if n < 7:
-            _insertion_sort(items, start, n, cmp)
-            return
-        middle = start + n // 2
-        if n > 7:
-            low, high = start, start + n - 1
-            if n > 40:
-                d = n // 8
-                low = _median_of_three(items, low, low + d, low + 2 * d, cmp)
-                middle = _median_of_three(items, middle - d, middle, middle + d, cmp)
-                high = _median_of_three(items, high - 2 * d, high - d, high, cmp)
-            middle = _median_of_three(items, low, middle, high, cmp)
-        items[start], items[middle] = items[middle], items[start]
-        pa = pb = start + 1
-        pc = pd = start + n - 1
-        while True:
-            while pb <= pc:
-                result = cmp(items[pb], items[start])
-                if result > 0:
-                    break
-                if result == 0:
-                    items[pa], items[pb] = items[pb], items[pa]
-                    pa += 1
-                pb += 1
-            while pb <= pc:
-                result = cmp(items[pc], items[start])
-                if result < 0:
-                    break
-                if result == 0:
-                    items[pc], items[pd] = items[pd], items[pc]
-                    pd -= 1
-                pc -= 1
-            if pb > pc:
-                break
-            items[pb], items[pc] = items[pc], items[pb]
-            pb += 1
-            pc -= 1
-        end = start + n
-        r = min(pa - start, pb - pa)
-        _swap_blocks(items, start, pb - r, r)
-        r = min(pd - pc, end - pd - 1)
-        _swap_blocks(items, pb, end - r, r)
-        r = pb - pa
-        if r > 1 and last >= start:
-            _pqsort(items, start, r, cmp, last)
-        r = pd - pc
-        if r <= 1:
-            return
-        start, n = end - r, r
-        if last < start:
-            return

@@ -33,6 +33,7 @@ from ..errors import CommandError
 from ..notifications import GENERIC, LIST, NEW
 from .args import c_word, parse_int
 from .hashes import value_ranges
+from .pqsort import pqsort
 from .registry import find
 
 NOT_DOUBLE = "ERR One or more scores can't be converted into double"
@@ -85,7 +86,7 @@ def _sort(c, argv, readonly):
     else:
         elements = _elements(coll, kind)
         if not request.dontsort:
-            elements = _sorted(c, elements, request)
+            elements = _sorted(c, elements, request, start, end)
         chosen = elements[start:end + 1]
     if request.store is None:
         _reply(c, chosen, request.gets)
@@ -168,9 +169,12 @@ def _elements(coll, kind):
     return [member for member, _ in coll.zset_range(0, len(coll))]
 
 
-def _sorted(c, elements, request):
-    """elements in sortCompare's order (a stable sort, as glibc's qsort is): NOT_DOUBLE
-    once every BY key was looked up, if one did not read as a number."""
+def _sorted(c, elements, request, start, end):
+    """elements in sortCompare's order, as far as positions start..end need: NOT_DOUBLE
+    once every BY key was looked up, if one did not read as a number. Redis sorts with
+    glibc's qsort (a stable merge sort), or BY a pattern for a part of them with pqsort,
+    which is not; it only shows where distinct elements tie (ALPHA, equal or missing BY
+    values), and only then is it run here (in Python, and slower)."""
     binary = request.store is not None
     if request.alpha and request.by is None:
         keys = [element if binary else _c_string(element) for element in elements]
@@ -185,8 +189,22 @@ def _sorted(c, elements, request):
             keys.append((0.0 if value is None else _score(value), element))
         if any(score is None for score, _ in keys):
             raise CommandError(NOT_DOUBLE)
-    order = sorted(range(len(elements)), key=keys.__getitem__, reverse=request.desc)
+    if request.by is not None and (start, end) != (0, len(elements) - 1) and _ties(keys, elements):
+        sign = -1 if request.desc else 1
+        order = list(range(len(elements)))
+        pqsort(order, lambda i, j: sign * _compare(keys[i], keys[j]), start, end)
+    else:
+        order = sorted(range(len(elements)), key=keys.__getitem__, reverse=request.desc)
     return [elements[i] for i in order]
+
+
+def _ties(keys, elements):
+    """Whether two distinct elements sort by the same key."""
+    return len(set(keys)) < len(set(zip(keys, elements)))
+
+
+def _compare(a, b):
+    return (a > b) - (a < b)
 
 
 def _c_string(value):

@@ -76,6 +76,24 @@ SEQUENCES = {
         ("SORT", "ids", "BY", "*"), ("SORT", "ids", "BY", "w_**"), ("SORT", "ids", "BY", "h_*->"),
         ("SORT", "ids", "BY", "h_*->n->x"),
     ],
+    # BY a pattern with a LIMIT, Redis sorts with pqsort, which is not stable: elements whose
+    # BY values tie (equal, or missing) come out as its partitioning leaves them, which
+    # differs from the order of the list (a stable sort) once it has 7 elements and more.
+    "ties under a limit": [
+        ("RESTORE", "tied", "0", dump_list([b"t%d" % i for i in range(50)], -2)),
+        ("MSET", "tw_t3", "b", "tw_t7", "a", "tw_t9", "b", "tw_t20", "a", "tw_t31", "c", "tw_t44", "a"),
+        ("SORT", "tied", "BY", "nokey_*", "ALPHA", "LIMIT", "0", "5"),
+        ("SORT", "tied", "BY", "tw_*", "ALPHA", "LIMIT", "0", "8"),
+        ("SORT", "tied", "BY", "tw_*", "ALPHA", "DESC", "LIMIT", "2", "8"),
+        ("SORT", "tied", "BY", "tw_*", "ALPHA", "LIMIT", "45", "10", "GET", "#", "GET", "tw_*"),
+        ("SORT", "tied", "BY", "tw_*", "ALPHA", "LIMIT", "1", "-1", "STORE", "dst"),
+        ("SORT", "dst", "BY", "nosort"),
+        ("SORT", "tied", "BY", "tw_*", "ALPHA", "LIMIT", "60", "1"),
+        ("SORT", "tied", "BY", "tw_*", "ALPHA", "LIMIT", "0", "50"),     # all of it: qsort
+        ("RESTORE", "tied12", "0", dump_list([b"u%d" % i for i in range(12)], -2)),
+        ("SORT", "tied12", "BY", "nokey_*", "ALPHA", "DESC", "LIMIT", "0", "4"),
+        ("SORT", "tied12", "BY", "nokey_*", "LIMIT", "3", "4"),           # numbers tie by element
+    ],
     "scores that are no numbers": [
         ("RESTORE", "l", "0", dump_list([b"1", b"h"], -2)), ("SORT", "l", "BY", "w_*"),   # 10, abc
         ("RESTORE", "m", "0", dump_list([b"4", b"b", b"f", b"g", b"2"], -2)),
