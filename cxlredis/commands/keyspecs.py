@@ -2,9 +2,10 @@
 
 The ACL checks key patterns at these positions, COMMAND GETKEYS answers them, and
 cluster slot checks hash them. Positions follow the key specs (begin_search by
-index, find_keys by range or keynum), as Redis's getKeysFromCommandWithSpecs does; indexes
-past the arguments are skipped (a variadic command with too few arguments has no
-such key). Specs found by keyword (MIGRATE's KEYS) are searched for as Redis's
+index, find_keys by range or keynum), as Redis's getKeysFromCommandWithSpecs does; for the
+ACL and the cluster, indexes past the arguments are skipped (a variadic command with
+too few arguments has no such key), where COMMAND GETKEYS answers as Redis does that
+the call has no keys at all (key_flags). Specs found by keyword (MIGRATE's KEYS) are searched for as Redis's
 getKeysUsingKeySpecs does, and when one is incomplete or unknown (or out of the
 arguments) the command's own get_keys answers instead, as Redis falls back to the
 command's getkeys_proc.
@@ -182,24 +183,15 @@ def key_positions(spec, argv, include_not_keys=False):
 
 
 def key_flags(spec, argv):
-    """(argument index, flags) of every key of a call, as COMMAND GETKEYSANDFLAGS answers
-    them: the same keys as key_arguments, each with the flags of the key spec that found
-    it, in Redis's order. A spec flagged variable_flags gives the flags its command's
-    key_access reads from the arguments; keys the command's get_keys found (a spec could
-    not) have the flags of the key spec it names, as Redis's getkeys_procs set them."""
+    """(argument index, flags) of every key of a call, as COMMAND GETKEYS and
+    GETKEYSANDFLAGS answer them: each with the flags of the key spec that found it, in
+    Redis's order. A spec flagged variable_flags gives the flags its command's key_access
+    reads from the arguments; keys the command's get_keys found (a spec could not) have
+    the flags of the key spec it names, as Redis's getkeys_procs set them. The specs are
+    walked as Redis walks them (_searched), so a range that starts past the arguments
+    leaves the call with no keys (PFMERGE with its destkey alone), where the ACL and the
+    cluster (key_arguments) still check that one key."""
     key_specs = tuple(ks for ks in spec.key_specs if "not_key" not in ks.flags)
-    if any(_searched_for(ks) for ks in key_specs):
-        found = [(index, ks.flags) for index, ks in _searched(key_specs, spec, argv)]
-    else:
-        argc = len(argv)
-        found = []
-        for ks in key_specs:
-            flags = _FLAGS_OF_ACCESS[spec.key_access(argv)] if "variable_flags" in ks.flags else ks.flags
-            if ks.last_key >= 0:
-                last = ks.index + ks.last_key
-            elif ks.limit:
-                last = ks.index + (argc - ks.index) // ks.limit + ks.last_key
-            else:
-                last = argc + ks.last_key
-            found += [(index, flags) for index in range(ks.index, last + 1, ks.key_step) if index < argc]
+    found = [(index, _FLAGS_OF_ACCESS[spec.key_access(argv)] if "variable_flags" in ks.flags else ks.flags)
+             for index, ks in _searched(key_specs, spec, argv)]
     return [(index, tuple(flag for flag in KEY_FLAG_ORDER if flag in flags)) for index, flags in found]

@@ -13,7 +13,7 @@ from ..persistence import BGSAVE_IN_PROGRESS
 from . import registry
 from .args import c_word, parse_int, parse_timeout_ms, upper
 from .keys import encoding, refcount
-from .keyspecs import key_flags, key_positions
+from .keyspecs import key_flags
 from .connection import for_administrators, reply_help
 from .docs import DOCS, NO_DOCS
 from .migration import dump_limits, payload_parts
@@ -139,10 +139,10 @@ def cmd_command_docs(c, argv):
 
 def cmd_command_getkeys(c, argv):
     target, spec = _command_to_read(argv)
-    keys = key_positions(spec, target)
+    keys = key_flags(spec, target)
     _check_keys_found(spec, keys)
     c.reply.array(len(keys))
-    for i in keys:
+    for i, _ in keys:
         c.reply.bulk(target[i])
 
 

@@ -137,9 +137,10 @@ def hello_fields(argv, reply):
 
 
 def sorted_elements(argv, reply):
-    # KEYS returns matches in hash-table order, which Redis leaves unspecified.
+    # KEYS returns matches in hash-table order, which Redis leaves unspecified. (Ordered by
+    # repr: a reply may mix nulls with strings, as SORT ... GET does.)
     value = parse_reply(reply)
-    return sorted(value) if isinstance(value, list) else reply
+    return sorted(value, key=repr) if isinstance(value, list) else reply
 
 
 def config_pairs(argv, reply):

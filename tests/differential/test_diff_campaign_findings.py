@@ -65,6 +65,15 @@ SEQUENCES = {
         ("COMMAND", "GETKEYS", "GET"),
         ("COMMAND", "GETKEYS", "GET", "a", "b"),
     ],
+    # A key spec that starts past the arguments (PFMERGE's source keys, with only its
+    # destkey given) leaves the whole call without keys, so Redis refuses it.
+    "COMMAND GETKEYS of PFMERGE with its destkey alone": [
+        ("COMMAND", "GETKEYS", "PFMERGE", ""),
+        ("COMMAND", "GETKEYS", "PFMERGE", "a"),
+        ("COMMAND", "GETKEYSANDFLAGS", "PFMERGE", "a"),
+        ("COMMAND", "GETKEYS", "PFMERGE", "a", "b"),
+        ("COMMAND", "GETKEYSANDFLAGS", "PFMERGE", "a", "b", "c"),
+    ],
     "CONFIG HELP, COMMAND HELP and CLIENT HELP": [
         ("CONFIG", "HELP"),
         ("COMMAND", "HELP"),
