@@ -84,6 +84,14 @@ def test_set_needs_read_permission_only_with_get():
     assert user.check(COMMANDS["set"], [b"SET", b"w", b"v", b"get"]) == (acl.DENIED_KEY, 1)
 
 
+def test_pfmerge_with_its_destkey_alone_checks_that_key():
+    # Redis 7.0 finds no keys in PFMERGE a (its source keys' spec starts past the
+    # arguments), so its ACL lets ~b* write a; cxlredis checks the one key it writes.
+    user = applied(["~b*", "+@all"])
+    assert user.check(COMMANDS["pfmerge"], [b"PFMERGE", b"a"]) == (acl.DENIED_KEY, 1)
+    assert user.check(COMMANDS["pfmerge"], [b"PFMERGE", b"b1"]) is None
+
+
 def test_acl_log_groups_repeats_within_a_minute(monkeypatch):
     now = [1_000_000]
     monkeypatch.setattr(acl, "now_ms", lambda: now[0])
