@@ -1,12 +1,12 @@
 """Where a call's keys are, from its command's key specs: the one key extractor.
 
 The ACL checks key patterns at these positions, COMMAND GETKEYS answers them, and
-cluster slot checks hash them. Positions follow the key specs (begin_search by
-index, find_keys by range or keynum), as Redis's getKeysFromCommandWithSpecs does; for the
-ACL and the cluster, indexes past the arguments are skipped (a variadic command with
-too few arguments has no such key), where COMMAND GETKEYS answers as Redis does that
-the call has no keys at all (key_flags). Specs found by keyword (MIGRATE's KEYS) are searched for as Redis's
-getKeysUsingKeySpecs does, and when one is incomplete or unknown (or out of the
+cluster slot checks hash them. Positions follow the key specs (begin_search by index,
+find_keys by range or keynum), as Redis's getKeysFromCommandWithSpecs does. For the ACL
+and the cluster, indexes past the arguments are skipped (a variadic command with too few
+arguments has no such key); COMMAND GETKEYS answers as Redis does, that such a call has
+no keys at all (key_flags). Specs found by keyword (MIGRATE's KEYS) are searched for as
+Redis's getKeysUsingKeySpecs does, and when one is incomplete or unknown (or out of the
 arguments) the command's own get_keys answers instead, as Redis falls back to the
 command's getkeys_proc.
 """
@@ -192,6 +192,8 @@ def key_flags(spec, argv):
     leaves the call with no keys (PFMERGE with its destkey alone), where the ACL and the
     cluster (key_arguments) still check that one key."""
     key_specs = tuple(ks for ks in spec.key_specs if "not_key" not in ks.flags)
-    found = [(index, _FLAGS_OF_ACCESS[spec.key_access(argv)] if "variable_flags" in ks.flags else ks.flags)
-             for index, ks in _searched(key_specs, spec, argv)]
-    return [(index, tuple(flag for flag in KEY_FLAG_ORDER if flag in flags)) for index, flags in found]
+    found = []
+    for index, ks in _searched(key_specs, spec, argv):
+        flags = _FLAGS_OF_ACCESS[spec.key_access(argv)] if "variable_flags" in ks.flags else ks.flags
+        found.append((index, tuple(flag for flag in KEY_FLAG_ORDER if flag in flags)))
+    return found

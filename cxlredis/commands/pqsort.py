@@ -2,7 +2,9 @@
 the partitions a range of positions needs), for the replies Redis sorts with it: SORT BY
 a pattern with a LIMIT, GEOSEARCH with a COUNT. It is not stable, so where elements
 compare equal, which of them a range holds and in what order is what its partitioning
-leaves; sorting them any other way answers differently.
+leaves; sorting them any other way answers differently. As in 7.0.15 (checked against it
+on presorted and reversed inputs), a pass without swaps does not switch to insertion
+sort, as older versions of that code did.
 """
 
 
