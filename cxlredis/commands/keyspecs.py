@@ -148,16 +148,17 @@ def _fallback(spec, argv):
 
 def _counted_keys(ks, argv):
     """The keys of a keynum spec (EVAL's and FCALL's numkeys, then that many keys), None
-    when there are none. A count the spec cannot use (no integer, negative, more keys
+    when there are none. A count the spec cannot use (no integer, below 1, more keys
     than arguments) is read again as C's atoi reads it (" 1" is 1, 2**32 + 1 is 1):
-    Redis then falls back to those commands' getkeys_proc, which does."""
+    Redis then falls back to those commands' getkeys_proc, which does, and which finds
+    no keys at all, a ZUNIONSTORE's destination neither, for a count below 1."""
     keynumidx, firstkey, keystep = ks.keynum
     if ks.index + keynumidx >= len(argv):
         return None
     raw = bytes(argv[ks.index + keynumidx])
     first = ks.index + firstkey
     count = int(raw) if is_int64(raw) else -1
-    if count < 0 or first + (count - 1) * keystep >= len(argv):
+    if count < 1 or first + (count - 1) * keystep >= len(argv):
         count = c_atoi(raw)
         if count < 1 or count > (len(argv) - first) // keystep:
             return None

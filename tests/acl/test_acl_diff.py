@@ -314,6 +314,11 @@ SEQUENCES = {
         cmd("WATCH", "x:1", conn=1),
         cmd("TOUCH", "x:1", conn=1),
         cmd("KEYS", "*", conn=1, compare=lambda argv, a, b: a[:1] == b[:1]),
+        # numkeys 0 leaves Redis's key specs, then ZUNIONSTORE's getkeys_proc, without any
+        # key, the destination neither: the command's own error comes, not NOPERM
+        cmd("ZUNIONSTORE", "x:1", "0", "r:1", conn=1),
+        cmd("ZINTERSTORE", "x:1", "00", "r:1", conn=1),
+        cmd("ZUNIONSTORE", "x:1", "1", "r:1", conn=1),
         LOG,
     ],
     "selectors": [

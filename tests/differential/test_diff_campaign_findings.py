@@ -74,6 +74,15 @@ SEQUENCES = {
         ("COMMAND", "GETKEYS", "PFMERGE", "a", "b"),
         ("COMMAND", "GETKEYSANDFLAGS", "PFMERGE", "a", "b", "c"),
     ],
+    # A numkeys of 0 leaves the whole call without keys (ZUNIONSTORE's getkeys_proc finds
+    # none then, its destination neither).
+    "COMMAND GETKEYS with numkeys 0": [
+        ("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "0", "x"),
+        ("COMMAND", "GETKEYSANDFLAGS", "ZDIFFSTORE", "d", "0", "x", "y"),
+        ("COMMAND", "GETKEYS", "ZINTERSTORE", "d", "1", "x"),
+        ("COMMAND", "GETKEYS", "LMPOP", "0", "a", "LEFT"),
+        ("COMMAND", "GETKEYS", "EVAL", "s", "0"),
+    ],
     "CONFIG HELP, COMMAND HELP and CLIENT HELP": [
         ("CONFIG", "HELP"),
         ("COMMAND", "HELP"),
