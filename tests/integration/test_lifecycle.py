@@ -338,9 +338,11 @@ def test_unix_socket(cxl):
 def test_default_start_without_config(tmp_path):
     """The embedded default: no config file, a shm arena named after the port."""
     port = free_port()
+    # run from an empty directory: the default `dir` is the working directory, and state
+    # files a server left in the checkout (tenants.json) must not reach this one
     proc = subprocess.Popen([sys.executable, "-m", "cxlredis", "--port", str(port),
                              "--arena-size", "16mb"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, cwd=tmp_path)
     arena = f"/dev/shm/cxlredis-{port}.arena"
     try:
         c = redis.Redis(port=port)
