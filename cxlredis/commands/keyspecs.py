@@ -155,14 +155,30 @@ def _counted_keys(ks, argv):
     keynumidx, firstkey, keystep = ks.keynum
     if ks.index + keynumidx >= len(argv):
         return None
-    raw = bytes(argv[ks.index + keynumidx])
     first = ks.index + firstkey
-    count = int(raw) if is_int64(raw) else -1
-    if count < 1 or first + (count - 1) * keystep >= len(argv):
-        count = c_atoi(raw)
+    count = _spec_count(ks, argv)
+    if count is None:
+        count = c_atoi(bytes(argv[ks.index + keynumidx]))
         if count < 1 or count > (len(argv) - first) // keystep:
             return None
     return range(first, first + count * keystep, keystep)
+
+
+def _spec_count(ks, argv):
+    """The count of a keynum spec as the spec itself reads it (a whole int64, not
+    negative, then cast to a C int that must be at least 1 with its keys within the
+    arguments); None where Redis leaves it to the getkeys_proc."""
+    keynumidx, firstkey, keystep = ks.keynum
+    if ks.index + keynumidx >= len(argv):
+        return None
+    raw = bytes(argv[ks.index + keynumidx])
+    count = int(raw) if is_int64(raw) else -1
+    if count < 0:
+        return None
+    count = ((count + (1 << 31)) % (1 << 32)) - (1 << 31)
+    if count < 1 or ks.index + firstkey + (count - 1) * keystep >= len(argv):
+        return None
+    return count
 
 
 _ATOI = re.compile(rb"[ \t\n\v\f\r]*([+-]?[0-9]+)")
@@ -193,8 +209,14 @@ def key_flags(spec, argv):
     leaves the call with no keys (PFMERGE with its destkey alone), where the ACL and the
     cluster (key_arguments) still check that one key."""
     key_specs = tuple(ks for ks in spec.key_specs if "not_key" not in ks.flags)
+    keys = _searched(key_specs, spec, argv)
+    if any(ks.keynum and _spec_count(ks, argv) is None for ks in key_specs):
+        # Redis 7.0's genericGetKeys answered (a count such as "+1" or " 1"): the counted
+        # keys, then a destination, none with flags
+        return [(index, ()) for index, ks in keys if ks.keynum] + \
+               [(index, ()) for index, ks in keys if not ks.keynum]
     found = []
-    for index, ks in _searched(key_specs, spec, argv):
+    for index, ks in keys:
         flags = _FLAGS_OF_ACCESS[spec.key_access(argv)] if "variable_flags" in ks.flags else ks.flags
         found.append((index, tuple(flag for flag in KEY_FLAG_ORDER if flag in flags)))
     return found

@@ -83,6 +83,17 @@ SEQUENCES = {
         ("COMMAND", "GETKEYS", "LMPOP", "0", "a", "LEFT"),
         ("COMMAND", "GETKEYS", "EVAL", "s", "0"),
     ],
+    # A count the key spec cannot read whole (" 1", "+1", "01") leaves the call to the
+    # getkeys_proc: the counted keys, then the destination, none with flags. The spec
+    # reads its count as a C int, so 2**32 + 1 is its 1.
+    "COMMAND GETKEYS with a count only atoi reads": [
+        ("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", " 1", "x", "y"),
+        ("COMMAND", "GETKEYSANDFLAGS", "ZDIFFSTORE", "d", "+1", "x"),
+        ("COMMAND", "GETKEYSANDFLAGS", "EVAL", "s", "01", "x"),
+        ("COMMAND", "GETKEYSANDFLAGS", "LMPOP", "1 ", "a", "LEFT"),
+        ("COMMAND", "GETKEYSANDFLAGS", "ZINTERSTORE", "d", "4294967297", "x", "y"),
+        ("COMMAND", "GETKEYSANDFLAGS", "SINTERCARD", "2147483648", "a", "b"),
+    ],
     "CONFIG HELP, COMMAND HELP and CLIENT HELP": [
         ("CONFIG", "HELP"),
         ("COMMAND", "HELP"),
